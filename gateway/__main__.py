@@ -1,0 +1,150 @@
+"""Command line: ``gateway serve | cassandra start|stop|status | migrate | schema | seed``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from gateway.settings import Settings
+
+
+def _local_node(settings: Settings):  # type: ignore[no-untyped-def]
+    from gateway.db.local_node import LocalNode
+
+    return LocalNode(settings)
+
+
+def _ensure_cassandra(settings: Settings) -> None:
+    """Start (or reuse) the embedded node unless a cluster was configured."""
+    if settings.embedded:
+        _local_node(settings).start()
+
+
+def _connected(settings: Settings):  # type: ignore[no-untyped-def]
+    from gateway.db.migrations import migrate
+    from gateway.db.session import Database
+
+    _ensure_cassandra(settings)
+    db = Database(settings)
+    db.connect()
+    applied = migrate(db, settings.keyspace)
+    return db, applied
+
+
+def cmd_serve(settings: Settings, seed: bool) -> int:
+    from aiohttp import web
+
+    from gateway.app import READY, SERVICES, create_app
+    from gateway.seed import seed_demo
+
+    _ensure_cassandra(settings)
+    app = create_app(settings)
+
+    if seed or settings.seed:
+
+        async def seed_when_ready(app: web.Application) -> None:
+            async def run() -> None:
+                await app[READY].wait()
+                services = app[SERVICES]
+                try:
+                    await seed_demo(services.db, settings)
+                except Exception:
+                    logging.getLogger("gateway.seed").exception("seeding failed")
+
+            app["seed_task"] = asyncio.create_task(run())
+
+        app.on_startup.append(seed_when_ready)
+
+    print(f"GraphiQL on http://{settings.host}:{settings.port}/graphql", file=sys.stderr)
+    web.run_app(app, host=settings.host, port=settings.port, print=None, handle_signals=True)
+    return 0
+
+
+def cmd_cassandra(settings: Settings, action: str) -> int:
+    from gateway.db.local_node import LocalNodeError
+
+    node = _local_node(settings)
+    try:
+        if action == "start":
+            node.start()
+        elif action == "stop":
+            node.stop()
+        status = node.status()
+    except LocalNodeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    state = "running" if status.running else "stopped"
+    ready = ", CQL port ready" if status.cql_ready else ""
+    pid = f" (pid {status.pid})" if status.pid else ""
+    print(f"Cassandra {status.version}: {state}{pid}{ready}; home {status.home}")
+    return 0 if action != "status" or status.running else 3
+
+
+def cmd_migrate(settings: Settings) -> int:
+    db, applied = _connected(settings)
+    db.shutdown()
+    print("applied: " + (", ".join(applied) if applied else "nothing (up to date)"))
+    return 0
+
+
+def cmd_seed(settings: Settings) -> int:
+    from gateway.seed import seed_demo
+
+    db, _ = _connected(settings)
+    try:
+        asyncio.run(seed_demo(db, settings))
+    finally:
+        db.shutdown()
+    return 0
+
+
+def cmd_schema(settings: Settings) -> int:
+    from gateway.schema import build_schema
+
+    print(build_schema(settings).as_str())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gateway", description="GraphQL gateway over Apache Cassandra")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the gateway (starts the embedded Cassandra unless configured)")
+    serve.add_argument("--seed", action="store_true", help="load demo data once Cassandra is ready")
+    cassandra = sub.add_parser("cassandra", help="manage the embedded Cassandra node")
+    cassandra.add_argument("action", choices=["start", "stop", "status"])
+    sub.add_parser("migrate", help="apply pending cql/ migrations")
+    sub.add_parser("seed", help="load demo data")
+    sub.add_parser("schema", help="print the GraphQL SDL")
+    args = parser.parse_args(argv)
+
+    settings = Settings.from_env()
+    logging.basicConfig(
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("cassandra").setLevel(max(logging.WARNING, logging.getLevelName(settings.log_level)))
+
+    from gateway.db.local_node import LocalNodeError
+    from gateway.db.session import CassandraUnavailable
+
+    try:
+        if args.command == "serve":
+            return cmd_serve(settings, args.seed)
+        if args.command == "cassandra":
+            return cmd_cassandra(settings, args.action)
+        if args.command == "migrate":
+            return cmd_migrate(settings)
+        if args.command == "seed":
+            return cmd_seed(settings)
+        return cmd_schema(settings)
+    except (LocalNodeError, CassandraUnavailable) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

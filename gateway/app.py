@@ -1,0 +1,134 @@
+"""The aiohttp application: /graphql, /healthz, /readyz and the domains' routes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import Any
+
+from aiohttp import web
+from strawberry.aiohttp.views import GraphQLView
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+
+from gateway.db.migrations import migrate
+from gateway.db.session import CassandraUnavailable, Database
+from gateway.graph.context import Context, Services
+from gateway.graph.pubsub import InProcessPubSub, PubSub
+from gateway.graphiql import add_static_routes, render_graphiql
+from gateway.schema import build_schema
+from gateway.settings import Settings
+from gateway.users.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+SERVICES = web.AppKey("services", Services)
+READY = web.AppKey("ready", asyncio.Event)
+CONNECTOR = web.AppKey("connector", asyncio.Task)
+
+#: Seconds between attempts to reach Cassandra while it is down at start-up.
+CONNECT_RETRY_SECONDS = 2.0
+
+
+class GatewayGraphQLView(GraphQLView):
+    def __init__(self, services: Services, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.services = services
+
+    async def get_context(self, request: web.Request, response: Any) -> Context:  # type: ignore[override]
+        return Context(
+            self.services,
+            request=request,
+            response=response,
+            authorization=request.headers.get("Authorization"),
+        )
+
+    async def on_ws_connect(self, context: Context) -> None:  # type: ignore[override]
+        params = context.connection_params or {}
+        value = params.get("authorization") or params.get("Authorization")
+        context.set_authorization(value if isinstance(value, str) else None)
+
+    async def render_graphql_ide(self, request: web.Request) -> web.Response:
+        return await render_graphiql(request)
+
+
+async def _connect(app: web.Application) -> None:
+    """Connect and migrate, retrying while Cassandra is down; /readyz says 503 until then."""
+    services = app[SERVICES]
+    db = services.db
+    while True:
+        try:
+            if not db.connected:
+                await asyncio.to_thread(db.connect)
+            await asyncio.to_thread(migrate, db, services.settings.keyspace)
+            app[READY].set()
+            log.info("connected to Cassandra, keyspace %s", services.settings.keyspace)
+            return
+        except CassandraUnavailable as exc:
+            log.warning("Cassandra not reachable yet (%s); retrying in %.0fs", exc, CONNECT_RETRY_SECONDS)
+        except Exception as exc:
+            log.warning("Cassandra not ready (%s); retrying in %.0fs", exc, CONNECT_RETRY_SECONDS)
+            await asyncio.to_thread(db.shutdown)
+        await asyncio.sleep(CONNECT_RETRY_SECONDS)
+
+
+async def _on_startup(app: web.Application) -> None:
+    app[CONNECTOR] = asyncio.create_task(_connect(app))
+
+
+async def _on_cleanup(app: web.Application) -> None:
+    task = app[CONNECTOR]
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await asyncio.to_thread(app[SERVICES].db.shutdown)
+
+
+async def healthz(_: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    app = request.app
+    if not app[READY].is_set():
+        return web.json_response({"status": "starting", "cassandra": "unreachable"}, status=503)
+    db = app[SERVICES].db
+    try:
+        await asyncio.wait_for(db.execute("SELECT release_version FROM system.local"), timeout=2.0)
+    except (CassandraUnavailable, TimeoutError):
+        return web.json_response({"status": "unavailable", "cassandra": "unreachable"}, status=503)
+    return web.json_response({"status": "ready", "cassandra": "ok", "keyspace": db.keyspace})
+
+
+def create_app(
+    settings: Settings,
+    *,
+    db: Database | None = None,
+    pubsub: PubSub | None = None,
+) -> web.Application:
+    db = db or Database(settings)
+    sessions = SessionStore(db, settings)
+    services = Services(
+        settings=settings,
+        db=db,
+        pubsub=pubsub or InProcessPubSub(),
+        authenticate=sessions.login_of,
+    )
+    app = web.Application(client_max_size=30 * 1024 * 1024)
+    app[SERVICES] = services
+    app[READY] = asyncio.Event()
+    view = GatewayGraphQLView(
+        services,
+        schema=build_schema(settings),
+        graphql_ide="graphiql",
+        allow_queries_via_get=True,
+        multipart_uploads_enabled=True,
+        subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
+        connection_init_wait_timeout=timedelta(seconds=10),
+    )
+    app.router.add_route("*", "/graphql", view)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    add_static_routes(app)
+    app.on_startup.append(_on_startup)
+    app.on_cleanup.append(_on_cleanup)
+    return app

@@ -1,0 +1,135 @@
+"""Apply ``cql/*.cql`` in order, once each, recording them in the keyspace.
+
+The files hold keyspace-independent DDL (no keyspace names), so the same files
+build the embedded node's keyspace, a test run's throwaway keyspace and a real
+cluster's. Every statement is written to be idempotent (``IF NOT EXISTS``), so
+two gateway processes migrating at the same moment converge on the same schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cassandra.query import SimpleStatement
+
+from gateway.db.session import Database
+from gateway.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^(\d{3,})_[a-z0-9_]+\.cql$")
+_KEYSPACE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
+
+
+def cql_dir() -> Path:
+    override = os.environ.get("GATEWAY_CQL_DIR")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / "cql"
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: str
+    path: Path
+    statements: list[str]
+    checksum: str
+
+
+def split_statements(text: str) -> list[str]:
+    """Split a .cql file into statements: ``;`` ends one; ``--`` and ``//`` start comments."""
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("--") or stripped.startswith("//"):
+            continue
+        lines.append(line)
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def load_migrations(directory: Path | None = None) -> list[Migration]:
+    directory = directory or cql_dir()
+    found = []
+    for path in sorted(directory.glob("*.cql")):
+        match = _NAME.match(path.name)
+        if not match:
+            raise ValueError(f"{path.name}: migration files are named NNN_description.cql")
+        text = path.read_text(encoding="utf-8")
+        found.append(
+            Migration(
+                version=path.stem,
+                path=path,
+                statements=split_statements(text),
+                checksum=hashlib.sha256(text.encode()).hexdigest(),
+            )
+        )
+    return found
+
+
+def replication_map(settings: Settings) -> str:
+    """``SimpleStrategy:1`` or ``dc1:3,dc2:3`` as a CQL replication map literal."""
+    spec = settings.replication.strip()
+    if spec.startswith("SimpleStrategy"):
+        _, _, factor = spec.partition(":")
+        rf = int(factor or "1")
+        return f"{{'class': 'SimpleStrategy', 'replication_factor': {rf}}}"
+    parts = []
+    for item in spec.split(","):
+        dc, _, factor = item.strip().partition(":")
+        if not dc or not factor.isdigit():
+            raise ValueError(f"CASSANDRA_REPLICATION: expected 'dc:rf,...', got {spec!r}")
+        parts.append(f"'{dc}': {int(factor)}")
+    return "{'class': 'NetworkTopologyStrategy', " + ", ".join(parts) + "}"
+
+
+def migrate(db: Database, keyspace: str | None = None) -> list[str]:
+    """Create the keyspace if needed, apply pending migrations, ``USE`` the keyspace.
+
+    Blocking (run it in a thread from async code). Returns the versions applied now.
+    """
+    keyspace = keyspace or db.settings.keyspace
+    if not _KEYSPACE.match(keyspace):
+        raise ValueError(f"invalid keyspace name {keyspace!r}")
+    session = db.session
+    session.execute(
+        f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {replication_map(db.settings)}",
+        timeout=60,
+    )
+    db.use_keyspace(keyspace)
+
+    def run(cql: str, params: tuple[object, ...] | None = None) -> list[dict[str, object]]:
+        return list(session.execute(SimpleStatement(cql, keyspace=keyspace), params, timeout=60))
+
+    run(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version text PRIMARY KEY, checksum text, applied_at timestamp)"
+    )
+    rows = run("SELECT version, checksum FROM schema_migrations")
+    applied = {row["version"]: row["checksum"] for row in rows}
+    done: list[str] = []
+    for migration in load_migrations():
+        if migration.version in applied:
+            if applied[migration.version] != migration.checksum:
+                log.warning("migration %s changed after it was applied", migration.version)
+            continue
+        log.info("applying migration %s", migration.version)
+        for statement in migration.statements:
+            run(statement)
+        run(
+            "INSERT INTO schema_migrations (version, checksum, applied_at) VALUES (%s, %s, %s)",
+            (migration.version, migration.checksum, datetime.now(UTC)),
+        )
+        done.append(migration.version)
+    return done
+
+
+def drop_keyspace(db: Database, keyspace: str) -> None:
+    if not _KEYSPACE.match(keyspace):
+        raise ValueError(f"invalid keyspace name {keyspace!r}")
+    db.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)

@@ -1,0 +1,291 @@
+"""The one Cassandra cluster/session of a process, bridged to asyncio.
+
+- Statements are prepared once per process, on first use (in a worker thread, so
+  the event loop never blocks), and cached by their CQL text.
+- Rows come back as dicts (``dict_factory``), far cheaper than named tuples.
+- ``execute_async`` is bridged to asyncio with ``add_callbacks`` and
+  ``loop.call_soon_threadsafe``.
+- The driver's "cannot answer now" errors become :class:`CassandraUnavailable`,
+  which the GraphQL layer reports as ``UNAVAILABLE``.
+- Every round trip is counted, per process and per request (a context variable
+  that the GraphQL layer sets), so tests can assert statement counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from cassandra import ConsistencyLevel, OperationTimedOut, RequestExecutionException
+from cassandra.auth import PlainTextAuthProvider
+from cassandra.cluster import (
+    EXEC_PROFILE_DEFAULT,
+    Cluster,
+    ExecutionProfile,
+    NoHostAvailable,
+    Session,
+)
+from cassandra.connection import ConnectionException
+from cassandra.policies import (
+    DCAwareRoundRobinPolicy,
+    ExponentialReconnectionPolicy,
+    TokenAwarePolicy,
+)
+from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessage
+from cassandra.query import BatchStatement, BatchType, PreparedStatement, dict_factory
+
+from gateway.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+
+
+class CassandraUnavailable(Exception):
+    """Cassandra cannot answer right now; the request may be retried later."""
+
+
+class ContentionExhausted(CassandraUnavailable):
+    """A compare-and-set loop lost more times than its bound allows."""
+
+
+@dataclass
+class RequestMetrics:
+    """What one GraphQL request cost in Cassandra round trips."""
+
+    statements: int = 0
+    lwt_retries: int = 0
+
+
+current_metrics: ContextVar[RequestMetrics | None] = ContextVar("current_metrics", default=None)
+
+
+@contextlib.contextmanager
+def measuring(metrics: RequestMetrics) -> Iterator[RequestMetrics]:
+    token = current_metrics.set(metrics)
+    try:
+        yield metrics
+    finally:
+        current_metrics.reset(token)
+
+
+@dataclass
+class ProcessMetrics:
+    statements: int = 0
+    lwt_retries: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+@dataclass(frozen=True)
+class Result:
+    rows: list[Row]
+    paging_state: bytes | None = None
+
+    def one(self) -> Row | None:
+        return self.rows[0] if self.rows else None
+
+    @property
+    def applied(self) -> bool:
+        """The ``[applied]`` flag of a lightweight transaction."""
+        return bool(self.rows and self.rows[0].get("[applied]"))
+
+
+# Errors that mean "cannot answer now", not "the statement is wrong".
+_UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    NoHostAvailable,
+    RequestExecutionException,  # Unavailable, Read/WriteTimeout, Read/WriteFailure
+    OperationTimedOut,
+    OverloadedErrorMessage,
+    IsBootstrappingErrorMessage,
+    ConnectionException,
+    OSError,
+)
+
+Params = Sequence[Any] | dict[str, Any] | None
+
+
+class Database:
+    """Connection, prepared-statement cache and asyncio bridge for one keyspace."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.metrics = ProcessMetrics()
+        self._cluster: Cluster | None = None
+        self._session: Session | None = None
+        self._prepared: dict[str, PreparedStatement] = {}
+        self._preparing: dict[str, asyncio.Future[PreparedStatement]] = {}
+        self.keyspace: str | None = None
+
+    # -- connecting ---------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._session is not None
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise CassandraUnavailable("not connected to Cassandra")
+        return self._session
+
+    def connect(self) -> None:
+        """Open the cluster connection (blocking). Raises CassandraUnavailable."""
+        s = self.settings
+        points = list(s.contact_points) or ["127.0.0.1"]
+        policy = TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=s.local_dc))
+        profile = ExecutionProfile(
+            load_balancing_policy=policy,
+            row_factory=dict_factory,
+            request_timeout=s.request_timeout,
+            consistency_level=ConsistencyLevel.LOCAL_QUORUM,
+            serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
+        )
+        auth = (
+            PlainTextAuthProvider(username=s.username, password=s.password or "")
+            if s.username
+            else None
+        )
+        cluster = Cluster(
+            contact_points=points,
+            port=s.cassandra_port,
+            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+            auth_provider=auth,
+            protocol_version=5,
+            connect_timeout=s.connect_timeout,
+            control_connection_timeout=s.connect_timeout,
+            reconnection_policy=ExponentialReconnectionPolicy(0.5, 5.0),
+            idle_heartbeat_interval=5,
+            idle_heartbeat_timeout=s.request_timeout,
+        )
+        try:
+            session = cluster.connect()
+        except Exception as exc:
+            cluster.shutdown()
+            raise CassandraUnavailable(f"cannot connect to Cassandra at {points}: {exc}") from exc
+        self._cluster, self._session = cluster, session
+
+    def use_keyspace(self, keyspace: str) -> None:
+        """Statements are prepared against ``keyspace``: it travels with each PREPARE
+        (protocol v5), instead of a session-wide ``USE`` that Cassandra 5 warns about."""
+        self.keyspace = keyspace
+        self._prepared.clear()
+
+    def shutdown(self) -> None:
+        cluster, self._cluster, self._session = self._cluster, None, None
+        self._prepared.clear()
+        if cluster is not None:
+            cluster.shutdown()
+
+    # -- statements ---------------------------------------------------------
+
+    async def prepare(self, cql: str) -> PreparedStatement:
+        """The prepared statement for ``cql``, preparing it once per process."""
+        prepared = self._prepared.get(cql)
+        if prepared is not None:
+            return prepared
+        pending = self._preparing.get(cql)
+        if pending is None:
+            loop = asyncio.get_running_loop()
+            session = self.session
+            pending = asyncio.ensure_future(
+                loop.run_in_executor(None, functools.partial(session.prepare, cql, keyspace=self.keyspace))
+            )
+            self._preparing[cql] = pending
+        try:
+            prepared = await asyncio.shield(pending)
+        except _UNAVAILABLE_ERRORS as exc:
+            raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
+        finally:
+            self._preparing.pop(cql, None)
+        self._prepared[cql] = prepared
+        return prepared
+
+    def _count(self, *, lwt_retries: int = 0, statements: int = 1) -> None:
+        with self.metrics._lock:
+            self.metrics.statements += statements
+            self.metrics.lwt_retries += lwt_retries
+        request = current_metrics.get()
+        if request is not None:
+            request.statements += statements
+            request.lwt_retries += lwt_retries
+
+    def count_lwt_retry(self) -> None:
+        self._count(statements=0, lwt_retries=1)
+
+    async def execute(
+        self,
+        cql: str,
+        params: Params = None,
+        *,
+        fetch_size: int | None = None,
+        paging_state: bytes | None = None,
+        timestamp: int | None = None,
+    ) -> Result:
+        """Run one prepared statement; returns its first page of rows."""
+        prepared = await self.prepare(cql)
+        bound = prepared.bind(params or ())
+        if fetch_size is not None:
+            bound.fetch_size = fetch_size
+        if timestamp is not None:
+            bound.timestamp = timestamp
+        return await self._run(bound, paging_state=paging_state)
+
+    async def execute_all(self, cql: str, params: Params = None, *, fetch_size: int = 1000) -> list[Row]:
+        """Run a statement and follow its pages to the end (one round trip each)."""
+        rows: list[Row] = []
+        paging_state: bytes | None = None
+        while True:
+            result = await self.execute(cql, params, fetch_size=fetch_size, paging_state=paging_state)
+            rows.extend(result.rows)
+            if result.paging_state is None:
+                return rows
+            paging_state = result.paging_state
+
+    async def batch(
+        self, statements: Sequence[tuple[str, Params]], *, logged: bool = True
+    ) -> Result:
+        """Several writes in one round trip (a logged batch is applied all-or-nothing, eventually)."""
+        batch = BatchStatement(batch_type=BatchType.LOGGED if logged else BatchType.UNLOGGED)
+        for cql, params in statements:
+            prepared = await self.prepare(cql)
+            batch.add(prepared, params or ())
+        return await self._run(batch)
+
+    async def _run(self, statement: Any, *, paging_state: bytes | None = None) -> Result:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Result] = loop.create_future()
+        self._count()
+        try:
+            response = self.session.execute_async(statement, paging_state=paging_state)
+        except _UNAVAILABLE_ERRORS as exc:
+            raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
+
+        def resolve(rows: list[Row]) -> None:
+            result = Result(list(rows or ()), response._paging_state if response.has_more_pages else None)
+            loop.call_soon_threadsafe(_settle, future, result, None)
+
+        def reject(exc: BaseException) -> None:
+            loop.call_soon_threadsafe(_settle, future, None, exc)
+
+        response.add_callbacks(resolve, reject)
+        try:
+            return await future
+        except _UNAVAILABLE_ERRORS as exc:
+            raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
+
+
+def _settle(future: asyncio.Future[Result], result: Result | None, exc: BaseException | None) -> None:
+    if future.done():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        assert result is not None
+        future.set_result(result)

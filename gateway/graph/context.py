@@ -1,0 +1,153 @@
+"""The per-request GraphQL context: services, the viewer, fresh DataLoaders.
+
+A new :class:`Context` is made for every HTTP request. Over WebSocket,
+Strawberry keeps one context per connection, so subscriptions call
+:meth:`Context.fresh` for each event they deliver: loaders never cache across
+events, and a profile change is never served stale.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from strawberry.dataloader import DataLoader
+from strawberry.types import Info
+
+from gateway.db.session import Database, RequestMetrics
+from gateway.graph.errors import Unauthenticated
+from gateway.graph.pubsub import PubSub
+from gateway.settings import Settings
+
+S = TypeVar("S")
+L = TypeVar("L", bound=DataLoader[Any, Any])
+
+#: Resolves a bearer token to the login of its session, or None when it is
+#: unknown or expired. The users domain provides it.
+Authenticator = Callable[[str], Awaitable[str | None]]
+
+
+@dataclass
+class Services:
+    """Process-wide things every request shares."""
+
+    settings: Settings
+    db: Database
+    pubsub: PubSub
+    authenticate: Authenticator
+    _stores: dict[type, Any] = field(default_factory=dict)
+
+    def store(self, cls: type[S]) -> S:
+        """The process's one instance of a domain store (``cls(db, settings)``)."""
+        instance = self._stores.get(cls)
+        if instance is None:
+            instance = cls(self.db, self.settings)  # type: ignore[call-arg]
+            self._stores[cls] = instance
+        return instance
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` value; "" for a malformed one."""
+    if authorization is None or not authorization.strip():
+        return None
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return ""
+    return token.strip()
+
+
+class Context:
+    def __init__(
+        self,
+        services: Services,
+        *,
+        request: Any = None,
+        response: Any = None,
+        authorization: str | None = None,
+    ) -> None:
+        self.services = services
+        self.request = request
+        self.response = response
+        self.request_id = uuid.uuid4().hex
+        self.metrics = RequestMetrics()
+        self.nodes_requested = 0
+        self._token = bearer_token(authorization)
+        self._viewer: str | None = None
+        self._viewer_known = False
+        self._loaders: dict[Callable[..., Any], Any] = {}
+        self.connection_params: dict[str, Any] | None = None
+
+    # -- authentication -----------------------------------------------------
+
+    def set_authorization(self, authorization: str | None) -> None:
+        self._token = bearer_token(authorization)
+        self._viewer_known = False
+
+    def signed_in_as(self, login: str, token: str) -> None:
+        """The rest of this request acts as the user who just signed up or in."""
+        self._token, self._viewer, self._viewer_known = token, login, True
+
+    @property
+    def token(self) -> str | None:
+        return self._token or None
+
+    async def viewer(self) -> str | None:
+        """The signed-in login; None when no token was sent.
+
+        A token that was sent but is unknown, revoked or expired raises
+        ``UNAUTHENTICATED``, so a client learns that its session is gone.
+        """
+        if not self._viewer_known:
+            if self._token is None:
+                self._viewer = None
+            elif self._token == "":
+                raise Unauthenticated("Malformed Authorization header; expected 'Bearer <token>'.")
+            else:
+                self._viewer = await self.services.authenticate(self._token)
+                if self._viewer is None:
+                    raise Unauthenticated("Invalid or expired token.")
+            self._viewer_known = True
+        return self._viewer
+
+    async def require_viewer(self) -> str:
+        login = await self.viewer()
+        if login is None:
+            raise Unauthenticated()
+        return login
+
+    # -- shared services ----------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        return self.services.settings
+
+    @property
+    def db(self) -> Database:
+        return self.services.db
+
+    @property
+    def pubsub(self) -> PubSub:
+        return self.services.pubsub
+
+    def store(self, cls: type[S]) -> S:
+        return self.services.store(cls)
+
+    def loader(self, factory: Callable[[Context], L]) -> L:
+        """This request's instance of the DataLoader that ``factory`` builds."""
+        instance = self._loaders.get(factory)
+        if instance is None:
+            instance = factory(self)
+            self._loaders[factory] = instance
+        return instance  # type: ignore[no-any-return]
+
+    def fresh(self) -> Context:
+        """Forget cached loader results (called per subscription event)."""
+        self._loaders = {}
+        self.nodes_requested = 0
+        return self
+
+
+def context_of(info: Info) -> Context:
+    return info.context  # type: ignore[no-any-return]

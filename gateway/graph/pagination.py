@@ -1,0 +1,124 @@
+"""Relay connections with opaque cursors and the page-size cap.
+
+A cursor is URL-safe base64 of a small JSON document that only the domain that
+issued it interprets (for time-bucketed lists: bucket and timeuuid). Clients
+treat it as opaque. A cursor that does not decode is ``BAD_USER_INPUT`` on
+``after``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+from uuid import UUID
+
+import strawberry
+from strawberry.types import Info
+
+from gateway.db.timeline import Position
+from gateway.graph.errors import BadUserInput, QueryTooComplex
+
+T = TypeVar("T")
+S = TypeVar("S")
+
+MAX_PAGE_SIZE = 100
+#: The most list items one request may ask for in total, summed over every
+#: connection it resolves (a page of 100 posts with 100 comments each is 10 100).
+MAX_NODES_PER_REQUEST = 5000
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    end_cursor: str | None
+    has_previous_page: bool = False
+    start_cursor: str | None = None
+
+
+@strawberry.type
+class Edge(Generic[T]):
+    cursor: str
+    node: T
+
+
+@strawberry.type
+class Connection(Generic[T]):
+    edges: list[Edge[T]]
+    page_info: PageInfo
+
+    @strawberry.field(description="The nodes of `edges`, for clients that need no cursors.")
+    def nodes(self) -> list[T]:
+        return [edge.node for edge in self.edges]
+
+    @classmethod
+    def of(cls, items: Sequence[tuple[str, T]], has_next: bool) -> Connection[T]:
+        edges = [Edge(cursor=cursor, node=node) for cursor, node in items]
+        return cls(
+            edges=edges,
+            page_info=PageInfo(
+                has_next_page=has_next,
+                end_cursor=edges[-1].cursor if edges else None,
+                start_cursor=edges[0].cursor if edges else None,
+            ),
+        )
+
+    @classmethod
+    def empty(cls) -> Connection[T]:
+        return cls.of([], False)
+
+
+def encode_cursor(payload: dict[str, Any]) -> str:
+    raw = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None, field: str = "after") -> dict[str, Any] | None:
+    if cursor is None:
+        return None
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        payload = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
+        raise BadUserInput(field, "Invalid cursor.") from exc
+    if not isinstance(payload, dict):
+        raise BadUserInput(field, "Invalid cursor.")
+    return payload
+
+
+def position_cursor(position: Position) -> str:
+    return encode_cursor({"b": position.bucket, "i": str(position.item_id)})
+
+
+def decode_position(cursor: str | None, field: str = "after") -> Position | None:
+    payload = decode_cursor(cursor, field)
+    if payload is None:
+        return None
+    try:
+        return Position(bucket=int(payload["b"]), item_id=UUID(str(payload["i"])))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise BadUserInput(field, "Invalid cursor.") from exc
+
+
+def page_size(info: Info | None, first: int | None, default: int) -> int:
+    """Validate ``first`` and charge it to the request's node budget."""
+    size = default if first is None else first
+    if size < 0:
+        raise BadUserInput("first", "`first` must not be negative.")
+    if size > MAX_PAGE_SIZE:
+        raise QueryTooComplex(f"`first` may be at most {MAX_PAGE_SIZE}.", field="first")
+    if info is not None:
+        context = info.context
+        spent = getattr(context, "nodes_requested", 0) + size
+        if spent > MAX_NODES_PER_REQUEST:
+            raise QueryTooComplex(
+                f"This query asks for more than {MAX_NODES_PER_REQUEST} list items in total."
+            )
+        context.nodes_requested = spent
+    return size
+
+
+def map_connection(page: Connection[S], convert: Callable[[S], T]) -> list[tuple[str, T]]:
+    return [(edge.cursor, convert(edge.node)) for edge in page.edges]

@@ -1,0 +1,32 @@
+"""``DateTime``: ISO 8601 in UTC, e.g. ``2026-11-22T05:28:00.123Z``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import strawberry
+
+
+def serialize_datetime(value: datetime) -> str:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_datetime(value: object) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError("DateTime must be an ISO 8601 string")
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+DateTime = strawberry.scalar(
+    name="DateTime",
+    description="An ISO 8601 instant in UTC, e.g. 2026-11-22T05:28:00.123Z.",
+    serialize=serialize_datetime,
+    parse_value=parse_datetime,
+)
+
+SCALAR_OVERRIDES = {datetime: DateTime}

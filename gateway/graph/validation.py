@@ -1,0 +1,52 @@
+"""Input validation shared by the domains; every failure names its field."""
+
+from __future__ import annotations
+
+import re
+
+from gateway.graph.errors import BadUserInput
+
+LOGIN = re.compile(r"^[a-z0-9][a-z0-9_.-]{2,29}$")
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+EMAIL = re.compile(rf"^[^@\s]{{1,64}}@{_LABEL}(?:\.{_LABEL})+$")
+
+
+def text(value: str, field: str, *, min_len: int = 1, max_len: int, trim: bool = True) -> str:
+    """``value`` trimmed, between ``min_len`` and ``max_len`` characters."""
+    result = value.strip() if trim else value
+    if len(result) < min_len:
+        raise BadUserInput(field, f"`{field}` must not be empty." if min_len == 1 else
+                           f"`{field}` must be at least {min_len} characters.")
+    if len(result) > max_len:
+        raise BadUserInput(field, f"`{field}` must be at most {max_len} characters.")
+    return result
+
+
+def optional_text(value: str | None, field: str, *, max_len: int) -> str | None:
+    if value is None:
+        return None
+    return text(value, field, min_len=0, max_len=max_len)
+
+
+def login(value: str, field: str = "login") -> str:
+    """Logins are 3-30 characters ``[a-z0-9][a-z0-9_.-]*``, stored lower-case."""
+    result = value.strip().lower()
+    if not LOGIN.match(result):
+        raise BadUserInput(
+            field,
+            f"`{field}` must be 3-30 characters: a letter or digit, then letters, digits, '_', '.' or '-'.",
+        )
+    return result
+
+
+def email(value: str, field: str = "email") -> str:
+    result = value.strip()
+    if len(result) > 254 or not EMAIL.match(result):
+        raise BadUserInput(field, f"`{field}` must be a valid email address.")
+    return result
+
+
+def pattern(value: str, field: str, regex: re.Pattern[str], description: str) -> str:
+    if not regex.match(value):
+        raise BadUserInput(field, f"`{field}` {description}")
+    return value

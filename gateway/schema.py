@@ -1,0 +1,61 @@
+"""Assembles the domains into one ``strawberry.Schema``.
+
+Each domain contributes ``<Domain>Query`` / ``<Domain>Mutation`` /
+``<Domain>Subscription`` classes and, where it adds to the viewer's own view,
+a mixin of ``Me``. This module only puts them together.
+"""
+
+from __future__ import annotations
+
+import strawberry
+from strawberry.extensions import MaxTokensLimiter, ParserCache, ValidationCache
+from strawberry.extensions.add_validation_rules import AddValidationRules
+from strawberry.types import Info
+
+from gateway.graph.context import context_of
+from gateway.graph.errors import ErrorCodes
+from gateway.graph.limits import query_limits_rule
+from gateway.graph.metrics import StatementMetrics
+from gateway.graph.scalars import SCALAR_OVERRIDES
+from gateway.settings import Settings
+from gateway.users.schema import User, UserMutation, UserQuery, require_user
+
+
+@strawberry.type(description="The signed-in user's own view.")
+class Me:
+    login: strawberry.Private[str]
+
+    @strawberry.field
+    async def user(self, info: Info) -> User:
+        return await require_user(info, self.login)
+
+
+@strawberry.type
+class Query(UserQuery):
+    @strawberry.field(description="The signed-in user's view; null when not signed in.")
+    async def me(self, info: Info) -> Me | None:
+        login = await context_of(info).viewer()
+        return Me(login=login) if login else None
+
+
+@strawberry.type
+class Mutation(UserMutation):
+    pass
+
+
+def build_schema(settings: Settings | None = None) -> strawberry.Schema:
+    settings = settings or Settings()
+    limits_rule = query_limits_rule(settings.max_depth, settings.max_aliases)
+    return strawberry.Schema(
+        query=Query,
+        mutation=Mutation,
+        scalar_overrides=SCALAR_OVERRIDES,  # type: ignore[arg-type]
+        extensions=[
+            ErrorCodes,
+            StatementMetrics,
+            lambda: ParserCache(maxsize=1000),
+            lambda: ValidationCache(maxsize=1000),
+            lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
+            lambda: AddValidationRules([limits_rule]),
+        ],
+    )

@@ -1,0 +1,120 @@
+"""All configuration, read from the environment in one place.
+
+Every variable is listed, with its default, in the README's configuration table.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+
+def _env(name: str, default: str) -> str:
+    value = os.environ.get(name)
+    return default if value is None or value.strip() == "" else value.strip()
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = _env(name, str(default))
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise SystemExit(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = _env(name, str(default))
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise SystemExit(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = _env(name, "1" if default else "0").lower()
+    return raw in {"1", "true", "yes", "on"}
+
+
+def _default_cassandra_home() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "cassandra-gateway"
+
+
+@dataclass(frozen=True)
+class Settings:
+    # HTTP service
+    host: str = "127.0.0.1"
+    port: int = 8000
+    log_level: str = "INFO"
+    # Cassandra connection. No contact points means: start and use the embedded node.
+    contact_points: tuple[str, ...] = ()
+    cassandra_port: int = 9042
+    keyspace: str = "gateway"
+    username: str | None = None
+    password: str | None = None
+    local_dc: str | None = None
+    # "SimpleStrategy:1" or "dc1:3,dc2:3" (NetworkTopologyStrategy).
+    replication: str = "SimpleStrategy:1"
+    request_timeout: float = 5.0
+    connect_timeout: float = 5.0
+    # Embedded node
+    cassandra_home: Path = field(default_factory=_default_cassandra_home)
+    cassandra_heap: str = "1G"
+    # Sessions and passwords
+    session_ttl_days: int = 30
+    argon2_time_cost: int = 3
+    argon2_memory_cost_kib: int = 65536
+    argon2_parallelism: int = 4
+    # Query limits
+    max_depth: int = 12
+    max_aliases: int = 30
+    max_tokens: int = 2000
+    max_page_size: int = 100
+    # Adds extensions.cqlStatements to every GraphQL response (tests and benchmarks).
+    query_metrics: bool = False
+    # Time buckets of growing partitions (see the domain stores for the arithmetic).
+    messenger_bucket: str = "month"
+    room_bucket: str = "day"
+    # Seed demo data on `gateway serve --seed`.
+    seed: bool = False
+
+    @property
+    def embedded(self) -> bool:
+        return not self.contact_points
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        points = tuple(p.strip() for p in _env("CASSANDRA_CONTACT_POINTS", "").split(",") if p.strip())
+        return cls(
+            host=_env("GATEWAY_HOST", cls.host),
+            port=_env_int("GATEWAY_PORT", cls.port),
+            log_level=_env("GATEWAY_LOG_LEVEL", cls.log_level).upper(),
+            contact_points=points,
+            cassandra_port=_env_int("CASSANDRA_PORT", cls.cassandra_port),
+            keyspace=_env("CASSANDRA_KEYSPACE", cls.keyspace),
+            username=os.environ.get("CASSANDRA_USERNAME") or None,
+            password=os.environ.get("CASSANDRA_PASSWORD") or None,
+            local_dc=os.environ.get("CASSANDRA_LOCAL_DC") or None,
+            replication=_env(
+                "CASSANDRA_REPLICATION", cls.replication if not points else "datacenter1:3"
+            ),
+            request_timeout=_env_float("CASSANDRA_REQUEST_TIMEOUT", cls.request_timeout),
+            connect_timeout=_env_float("CASSANDRA_CONNECT_TIMEOUT", cls.connect_timeout),
+            cassandra_home=Path(_env("GATEWAY_CASSANDRA_HOME", str(_default_cassandra_home()))),
+            cassandra_heap=_env("GATEWAY_CASSANDRA_HEAP", cls.cassandra_heap),
+            session_ttl_days=_env_int("SESSION_TTL_DAYS", cls.session_ttl_days),
+            argon2_time_cost=_env_int("ARGON2_TIME_COST", cls.argon2_time_cost),
+            argon2_memory_cost_kib=_env_int("ARGON2_MEMORY_COST_KIB", cls.argon2_memory_cost_kib),
+            argon2_parallelism=_env_int("ARGON2_PARALLELISM", cls.argon2_parallelism),
+            max_depth=_env_int("GATEWAY_MAX_DEPTH", cls.max_depth),
+            max_aliases=_env_int("GATEWAY_MAX_ALIASES", cls.max_aliases),
+            max_tokens=_env_int("GATEWAY_MAX_TOKENS", cls.max_tokens),
+            query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
+            messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
+            room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
+            seed=_env_bool("GATEWAY_SEED", cls.seed),
+        )
+
+    def with_(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,18 @@
+"""Batched user reads: every ``User`` a request names costs one ``IN`` read per 100."""
+
+from __future__ import annotations
+
+from strawberry.dataloader import DataLoader
+
+from gateway.graph.context import Context
+from gateway.users.store import UserRecord, UserStore
+
+
+def user_loader(context: Context) -> DataLoader[str, UserRecord | None]:
+    store = context.store(UserStore)
+
+    async def load(logins: list[str]) -> list[UserRecord | None]:
+        found = await store.get_many(logins)
+        return [found.get(login) for login in logins]
+
+    return DataLoader(load_fn=load, max_batch_size=100)

@@ -1,0 +1,185 @@
+"""Users and sessions: types, queries and mutations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+import strawberry
+from strawberry.types import Info
+
+from gateway.db import clock
+from gateway.graph import validation
+from gateway.graph.context import context_of
+from gateway.graph.errors import BadUserInput, Conflict, NotFound, Unauthenticated
+from gateway.users.loaders import user_loader
+from gateway.users.passwords import hash_password, verify_password
+from gateway.users.store import SessionStore, UserRecord, UserStore
+
+NAME_MAX = 100
+BIO_MAX = 2000
+PASSWORD_MIN = 8
+PASSWORD_MAX = 128
+WRONG_CREDENTIALS = "Wrong login or password."
+
+
+@strawberry.type(description="A registered user.")
+class User:
+    login: str
+    firstname: str
+    lastname: str
+    bio: str
+    created_at: datetime
+    _email: strawberry.Private[str]
+
+    @strawberry.field(description="Only on yourself; null for others.")
+    async def email(self, info: Info) -> str | None:
+        viewer = await context_of(info).viewer()
+        return self._email if viewer == self.login else None
+
+    @classmethod
+    def of(cls, record: UserRecord) -> User:
+        return cls(
+            login=record.login,
+            firstname=record.firstname,
+            lastname=record.lastname,
+            bio=record.bio,
+            created_at=record.created_at,
+            _email=record.email,
+        )
+
+
+async def load_user(info: Info, login: str) -> User | None:
+    """A user through the request's batching loader."""
+    record = await context_of(info).loader(user_loader).load(login)
+    return User.of(record) if record else None
+
+
+async def load_users(info: Info, logins: Iterable[str]) -> list[User]:
+    """Users in the given order, skipping logins that no longer exist."""
+    records = await context_of(info).loader(user_loader).load_many(list(logins))
+    return [User.of(r) for r in records if r is not None]
+
+
+async def require_user(info: Info, login: str) -> User:
+    """A user that must exist (the acting user, a message's author ...)."""
+    user = await load_user(info, login)
+    if user is None:
+        raise NotFound(f"No user '{login}'.")
+    return user
+
+
+@strawberry.type
+class AuthPayload:
+    token: str
+    user: User
+    expires_at: datetime
+
+
+@strawberry.input
+class SignUpInput:
+    login: str
+    password: str
+    firstname: str
+    lastname: str
+    email: str
+    bio: str | None = ""
+
+
+@strawberry.input(description="Only the fields given change.")
+class ProfileInput:
+    firstname: str | None = strawberry.UNSET
+    lastname: str | None = strawberry.UNSET
+    email: str | None = strawberry.UNSET
+    bio: str | None = strawberry.UNSET
+
+
+def _password(value: str) -> str:
+    if len(value) < PASSWORD_MIN:
+        raise BadUserInput("password", f"`password` must be at least {PASSWORD_MIN} characters.")
+    if len(value) > PASSWORD_MAX:
+        raise BadUserInput("password", f"`password` must be at most {PASSWORD_MAX} characters.")
+    return value
+
+
+async def _start_session(info: Info, record: UserRecord) -> AuthPayload:
+    context = context_of(info)
+    session = await context.store(SessionStore).create(record.login)
+    context.signed_in_as(record.login, session.token)
+    return AuthPayload(token=session.token, user=User.of(record), expires_at=session.expires_at)
+
+
+@strawberry.type
+class UserQuery:
+    @strawberry.field(description="A user by login; null when there is none.")
+    async def user(self, info: Info, login: str) -> User | None:
+        try:
+            key = validation.login(login)
+        except BadUserInput:
+            return None
+        return await load_user(info, key)
+
+
+@strawberry.type
+class UserMutation:
+    @strawberry.mutation(description="Create an account and sign in. CONFLICT when the login is taken.")
+    async def sign_up(self, info: Info, input: SignUpInput) -> AuthPayload:
+        context = context_of(info)
+        record = UserRecord(
+            login=validation.login(input.login, "login"),
+            firstname=validation.text(input.firstname, "firstname", max_len=NAME_MAX),
+            lastname=validation.text(input.lastname, "lastname", max_len=NAME_MAX),
+            email=validation.email(input.email, "email"),
+            bio=validation.optional_text(input.bio, "bio", max_len=BIO_MAX) or "",
+            created_at=clock.now(),
+            password_hash=await hash_password(context.settings, _password(input.password)),
+        )
+        if not await context.store(UserStore).create(record):
+            raise Conflict(f"The login '{record.login}' is taken.", field="login")
+        return await _start_session(info, record)
+
+    @strawberry.mutation(description="Sign in; one UNAUTHENTICATED error for any wrong login or password.")
+    async def sign_in(self, info: Info, login: str, password: str) -> AuthPayload:
+        context = context_of(info)
+        try:
+            key = validation.login(login)
+        except BadUserInput:
+            key = None
+        record = await context.store(UserStore).get(key) if key else None
+        ok = await verify_password(context.settings, record.password_hash if record else None, password)
+        if not ok or record is None:
+            raise Unauthenticated(WRONG_CREDENTIALS)
+        return await _start_session(info, record)
+
+    @strawberry.mutation(description="Revoke the token this request was sent with.")
+    async def sign_out(self, info: Info) -> bool:
+        context = context_of(info)
+        await context.require_viewer()
+        assert context.token is not None
+        await context.store(SessionStore).revoke(context.token)
+        return True
+
+    @strawberry.mutation(description="Change your profile; only the fields given change.")
+    async def update_profile(self, info: Info, input: ProfileInput) -> User:
+        context = context_of(info)
+        login = await context.require_viewer()
+        changes: dict[str, str] = {}
+        for name in ("firstname", "lastname"):
+            value = getattr(input, name)
+            if value is not strawberry.UNSET:
+                if value is None:
+                    raise BadUserInput(name, f"`{name}` cannot be null.")
+                changes[name] = validation.text(value, name, max_len=NAME_MAX)
+        if input.email is not strawberry.UNSET:
+            if input.email is None:
+                raise BadUserInput("email", "`email` cannot be null.")
+            changes["email"] = validation.email(input.email)
+        if input.bio is not strawberry.UNSET:
+            changes["bio"] = validation.optional_text(input.bio, "bio", max_len=BIO_MAX) or ""
+        store = context.store(UserStore)
+        if not await store.update_profile(login, changes):
+            raise NotFound("Your account no longer exists.")
+        record = await store.get(login)
+        if record is None:
+            raise NotFound("Your account no longer exists.")
+        return User.of(record)
