@@ -2,7 +2,8 @@
 
 Each domain contributes ``<Domain>Query`` / ``<Domain>Mutation`` /
 ``<Domain>Subscription`` classes and, where it adds to the viewer's own view,
-a mixin of ``Me``. This module only puts them together.
+a ``<Domain>Me`` mixin of ``Me`` (its resolvers read ``self.login``). This
+module only lists them; the root types inherit every domain's fields.
 """
 
 from __future__ import annotations
@@ -43,12 +44,16 @@ class Mutation(UserMutation):
     pass
 
 
+SUBSCRIPTION: type | None = None
+
+
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or Settings()
     limits_rule = query_limits_rule(settings.max_depth, settings.max_aliases)
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
+        subscription=SUBSCRIPTION,
         scalar_overrides=SCALAR_OVERRIDES,  # type: ignore[arg-type]
         extensions=[
             ErrorCodes,

@@ -1,0 +1,63 @@
+"""Users: ``user(login)`` and ``me`` through the gateway, beside the same reads on the driver.
+
+Run: ``.venv/bin/python -m bench.bench_users`` (or ``scripts/bench``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from bench.harness import counted, gateway_under_test, measure, report
+from gateway.users.store import SessionStore, UserStore
+
+REQUESTS = 2000
+CONCURRENCY = 32
+
+
+async def main() -> None:
+    async with gateway_under_test() as target:
+        body = await target.graphql(
+            """mutation { signUp(input: {login: "benchuser", password: "bench-password",
+               firstname: "Bench", lastname: "User", email: "bench@example.com"}) { token } }"""
+        )
+        token = body["data"]["signUp"]["token"]
+        users = UserStore(target.db, target.settings)
+        sessions = SessionStore(target.db, target.settings)
+
+        rows = [
+            await measure(
+                "gateway: user(login) { login firstname }",
+                lambda _: target.graphql('{ user(login: "benchuser") { login firstname } }'),
+                requests=REQUESTS,
+                concurrency=CONCURRENCY,
+            ),
+            await measure(
+                "driver:  SELECT user by login",
+                lambda _: counted(users.get_many(["benchuser"])),
+                requests=REQUESTS,
+                concurrency=CONCURRENCY,
+            ),
+            await measure(
+                "gateway: me { user { login email } }",
+                lambda _: target.graphql("{ me { user { login email } } }", token=token),
+                requests=REQUESTS,
+                concurrency=CONCURRENCY,
+            ),
+            await measure(
+                "driver:  session + user read",
+                lambda _: counted(_me_raw(sessions, users, token)),
+                requests=REQUESTS,
+                concurrency=CONCURRENCY,
+            ),
+        ]
+        report(f"users ({REQUESTS} requests, concurrency {CONCURRENCY})", rows)
+
+
+async def _me_raw(sessions: SessionStore, users: UserStore, token: str) -> None:
+    login = await sessions.login_of(token)
+    assert login is not None
+    await users.get_many([login])
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

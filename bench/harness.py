@@ -1,0 +1,161 @@
+"""Benchmark harness: a real gateway over the real node, load from this process.
+
+``gateway_under_test()`` starts (or reuses) the embedded node, serves the app on a
+free loopback port over a throwaway keyspace, and yields a :class:`Target` with
+a plain aiohttp client for GraphQL calls and the app's ``Database`` for the
+raw-driver baseline. ``measure()`` runs a bounded number of calls at a given
+concurrency and returns requests/s, p50, p99 and CQL statements per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import aiohttp
+from aiohttp.test_utils import TestServer
+
+from gateway.app import READY, SERVICES, create_app
+from gateway.db.migrations import drop_keyspace
+from gateway.db.session import Database, RequestMetrics, measuring
+from gateway.settings import Settings
+
+
+@dataclass
+class Stats:
+    name: str
+    requests: int
+    seconds: float
+    latencies_ms: list[float]
+    statements: float
+    lwt_retries: float = 0.0
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    def pct(self, q: float) -> float:
+        ordered = sorted(self.latencies_ms)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+@dataclass
+class Target:
+    url: str
+    http: aiohttp.ClientSession
+    db: Database
+    settings: Settings
+
+    async def graphql(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with self.http.post(
+            self.url, json={"query": query, "variables": variables or {}}, headers=headers
+        ) as response:
+            body: dict[str, Any] = await response.json()
+        if body.get("errors"):
+            raise RuntimeError(f"GraphQL errors: {body['errors']}")
+        return body
+
+
+@asynccontextmanager
+async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
+    settings = replace(
+        Settings.from_env(),
+        keyspace=f"bench_{uuid.uuid4().hex[:10]}",
+        query_metrics=True,
+        argon2_time_cost=1,
+        argon2_memory_cost_kib=8192,
+        argon2_parallelism=1,
+        **overrides,
+    )
+    if settings.embedded:
+        from gateway.db.local_node import LocalNode
+
+        await asyncio.to_thread(LocalNode(settings).start)
+    app = create_app(settings)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    await asyncio.wait_for(app[READY].wait(), timeout=120)
+    connector = aiohttp.TCPConnector(limit=256)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        db = app[SERVICES].db
+        try:
+            yield Target(str(server.make_url("/graphql")), http, db, settings)
+        finally:
+            await asyncio.to_thread(drop_keyspace, db, settings.keyspace)
+            await server.close()
+
+
+async def measure(
+    name: str,
+    call: Callable[[int], Awaitable[dict[str, Any] | RequestMetrics | None]],
+    *,
+    requests: int,
+    concurrency: int,
+    warmup: int = 20,
+) -> Stats:
+    """Run ``call(i)`` ``requests`` times, ``concurrency`` at once.
+
+    ``call`` returns a GraphQL response body (its ``extensions.cql`` is read) or a
+    ``RequestMetrics`` (for raw-driver baselines measured with :func:`counted`).
+    """
+    for i in range(warmup):
+        await call(-1 - i)
+    latencies: list[float] = []
+    statements: list[int] = []
+    retries: list[int] = []
+    next_index = 0
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < requests:
+            index = next_index
+            next_index += 1
+            started = time.perf_counter()
+            outcome = await call(index)
+            latencies.append((time.perf_counter() - started) * 1000)
+            if isinstance(outcome, RequestMetrics):
+                statements.append(outcome.statements)
+                retries.append(outcome.lwt_retries)
+            elif isinstance(outcome, dict) and "extensions" in outcome:
+                cql = outcome["extensions"]["cql"]
+                statements.append(cql["statements"])
+                retries.append(cql["lwtRetries"])
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    return Stats(
+        name=name,
+        requests=requests,
+        seconds=elapsed,
+        latencies_ms=latencies,
+        statements=statistics.fmean(statements) if statements else 0.0,
+        lwt_retries=statistics.fmean(retries) if retries else 0.0,
+    )
+
+
+async def counted(work: Awaitable[Any]) -> RequestMetrics:
+    """Run raw-driver work and return the statements it issued."""
+    metrics = RequestMetrics()
+    with measuring(metrics):
+        await work
+    return metrics
+
+
+def report(title: str, rows: list[Stats]) -> None:
+    print(f"\n## {title}")
+    print(f"{'case':<44} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CQL/req':>8} {'LWT retry/req':>14}")
+    for row in rows:
+        print(
+            f"{row.name:<44} {row.rps:>9.0f} {row.pct(0.50):>8.2f} {row.pct(0.99):>8.2f}"
+            f" {row.statements:>8.2f} {row.lwt_retries:>14.3f}"
+        )
