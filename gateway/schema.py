@@ -14,7 +14,7 @@ from strawberry.extensions.add_validation_rules import AddValidationRules
 from strawberry.types import Info
 
 from gateway.graph.context import context_of
-from gateway.graph.errors import ErrorCodes
+from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.limits import query_limits_rule
 from gateway.graph.metrics import StatementMetrics
 from gateway.graph.scalars import SCALAR_OVERRIDES
@@ -50,7 +50,7 @@ SUBSCRIPTION: type | None = None
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or Settings()
     limits_rule = query_limits_rule(settings.max_depth, settings.max_aliases)
-    return strawberry.Schema(
+    return ErrorCodeSchema(
         query=Query,
         mutation=Mutation,
         subscription=SUBSCRIPTION,

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import strawberry
 from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
 
@@ -80,6 +81,9 @@ def classify(error: GraphQLError, request_id: str) -> GraphQLError:
         log.warning("request %s: Cassandra unavailable: %s", request_id, original)
         extensions = {"code": "UNAVAILABLE"}
         message = UNAVAILABLE_MESSAGE
+    elif message.startswith("Variable '$") or isinstance(original, GraphQLError):
+        # Variable values that do not coerce to their declared types.
+        extensions = {"code": "BAD_USER_INPUT"}
     elif original is not None:
         log.error("request %s: unexpected error", request_id, exc_info=original)
         extensions = {"code": "INTERNAL_SERVER_ERROR", "requestId": request_id}
@@ -89,8 +93,6 @@ def classify(error: GraphQLError, request_id: str) -> GraphQLError:
     elif isinstance(error, GraphQLSyntaxError):
         code = "QUERY_TOO_COMPLEX" if "tokens" in message else "GRAPHQL_PARSE_FAILED"
         extensions = {"code": code}
-    elif message.startswith("Variable '$"):
-        extensions = {"code": "BAD_USER_INPUT"}
     else:
         extensions = {"code": "GRAPHQL_VALIDATION_FAILED"}
     return GraphQLError(
@@ -113,6 +115,30 @@ class ErrorCodes(SchemaExtension):
         errors = getattr(result, "errors", None)
         if not errors:
             return
-        context = self.execution_context.context
-        request_id = getattr(context, "request_id", None) or uuid.uuid4().hex
+        request_id = _request_id(self.execution_context.context)
         result.errors = [classify(e, request_id) for e in errors]  # type: ignore[union-attr]
+
+
+def _request_id(context: Any) -> str:
+    return getattr(context, "request_id", None) or uuid.uuid4().hex
+
+
+class ErrorCodeSchema(strawberry.Schema):
+    """A schema whose every result carries classified errors.
+
+    :class:`ErrorCodes` handles errors raised while an operation runs; errors
+    that end an operation before it starts (a syntax error, the token limit)
+    skip extension hooks, so ``execute`` classifies what is left. Classifying
+    is idempotent. Strawberry's own error logging is replaced: client errors are
+    not server faults, and unexpected ones are logged by :func:`classify`.
+    """
+
+    async def execute(self, *args: Any, **kwargs: Any) -> Any:
+        result = await super().execute(*args, **kwargs)
+        if getattr(result, "errors", None):
+            request_id = _request_id(kwargs.get("context_value"))
+            result.errors = [classify(e, request_id) for e in result.errors]
+        return result
+
+    def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
+        return None
