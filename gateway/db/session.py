@@ -48,6 +48,21 @@ log = logging.getLogger(__name__)
 Row = dict[str, Any]
 
 
+class _PreparedKeyspaceWarningFilter(logging.Filter):
+    """Drops Cassandra's once-per-connection advice to qualify table names.
+
+    The CQL here is keyspace-independent on purpose (the same statements serve
+    the embedded node, throwaway test keyspaces and a real cluster); the keyspace
+    is sent with each PREPARE, so the ambiguity the warning is about cannot arise.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`USE <keyspace>` with prepared statements" not in record.getMessage()
+
+
+logging.getLogger("cassandra.protocol").addFilter(_PreparedKeyspaceWarningFilter())
+
+
 class CassandraUnavailable(Exception):
     """Cassandra cannot answer right now; the request may be retried later."""
 
