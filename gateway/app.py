@@ -41,6 +41,7 @@ class GatewayGraphQLView(GraphQLView):
             request=request,
             response=response,
             authorization=request.headers.get("Authorization"),
+            websocket=isinstance(response, web.WebSocketResponse),
         )
 
     async def on_ws_connect(self, context: Context) -> None:  # type: ignore[override]

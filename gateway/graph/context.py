@@ -66,6 +66,7 @@ class Context:
         request: Any = None,
         response: Any = None,
         authorization: str | None = None,
+        websocket: bool = False,
     ) -> None:
         self.services = services
         self.request = request
@@ -78,6 +79,8 @@ class Context:
         self._viewer_known = False
         self._loaders: dict[Callable[..., Any], Any] = {}
         self.connection_params: dict[str, Any] | None = None
+        #: One context serves every operation of a WebSocket connection.
+        self.websocket = websocket
 
     # -- authentication -----------------------------------------------------
 
@@ -143,9 +146,13 @@ class Context:
         return instance  # type: ignore[no-any-return]
 
     def fresh(self) -> Context:
-        """Forget cached loader results (called per subscription event)."""
+        """Forget cached loader results and start counting anew.
+
+        Called for every operation over a WebSocket and for every subscription
+        event, so loaders never serve what an earlier event cached."""
         self._loaders = {}
         self.nodes_requested = 0
+        self.metrics = RequestMetrics()
         return self
 
 

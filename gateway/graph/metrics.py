@@ -20,6 +20,8 @@ from gateway.db.session import measuring
 class StatementMetrics(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         context = self.execution_context.context
+        if getattr(context, "websocket", False):
+            context.fresh()
         metrics = getattr(context, "metrics", None)
         if metrics is None:
             yield
