@@ -1,8 +1,9 @@
-"""Benchmark harness: a real gateway over the real node, load from this process.
+"""Benchmark harness: a real gateway over the real node, load from another process.
 
-``gateway_under_test()`` starts (or reuses) the embedded node, serves the app on a
-free loopback port over a throwaway keyspace, and yields a :class:`Target` with
-a plain aiohttp client for GraphQL calls and the app's ``Database`` for the
+``gateway_under_test()`` starts (or reuses) the embedded node, serves the app in
+a child process (``bench/serve.py``) on a free loopback port over a throwaway
+keyspace, and yields a :class:`Target` with a plain aiohttp client for GraphQL
+calls and a ``Database`` of this process, on the same keyspace, for the
 raw-driver baseline. ``measure()`` runs a bounded number of calls at a given
 concurrency and returns requests/s, p50, p99 and CQL statements per request.
 """
@@ -10,7 +11,10 @@ concurrency and returns requests/s, p50, p99 and CQL statements per request.
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 import statistics
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -19,9 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import aiohttp
-from aiohttp.test_utils import TestServer
 
-from gateway.app import READY, SERVICES, create_app
 from gateway.db.migrations import drop_keyspace
 from gateway.db.session import Database, RequestMetrics, measuring
 from gateway.settings import Settings
@@ -65,33 +67,61 @@ class Target:
         return body
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 @asynccontextmanager
 async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
-    settings = replace(
-        Settings.from_env(),
-        keyspace=f"bench_{uuid.uuid4().hex[:10]}",
-        query_metrics=True,
-        argon2_time_cost=1,
-        argon2_memory_cost_kib=8192,
-        argon2_parallelism=1,
+    overrides = {
+        "keyspace": f"bench_{uuid.uuid4().hex[:10]}",
+        "query_metrics": True,
+        "argon2_time_cost": 1,
+        "argon2_memory_cost_kib": 8192,
+        "argon2_parallelism": 1,
+        "port": _free_port(),
         **overrides,
-    )
+    }
+    settings = replace(Settings.from_env(), **overrides)
     if settings.embedded:
         from gateway.db.local_node import LocalNode
 
         await asyncio.to_thread(LocalNode(settings).start)
-    app = create_app(settings)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    await asyncio.wait_for(app[READY].wait(), timeout=120)
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench.serve", json.dumps(overrides, default=str)
+    )
+    db = Database(settings)
     connector = aiohttp.TCPConnector(limit=256)
-    async with aiohttp.ClientSession(connector=connector) as http:
-        db = app[SERVICES].db
-        try:
-            yield Target(str(server.make_url("/graphql")), http, db, settings)
-        finally:
+    try:
+        async with aiohttp.ClientSession(connector=connector) as http:
+            base = f"http://127.0.0.1:{settings.port}"
+            await _wait_ready(http, base, server)
+            await asyncio.to_thread(db.connect)
+            db.use_keyspace(settings.keyspace)
+            yield Target(f"{base}/graphql", http, db, settings)
+    finally:
+        server.terminate()
+        await server.wait()
+        if db.connected:
             await asyncio.to_thread(drop_keyspace, db, settings.keyspace)
-            await server.close()
+            await asyncio.to_thread(db.shutdown)
+
+
+async def _wait_ready(http: aiohttp.ClientSession, base: str, server: asyncio.subprocess.Process) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.returncode is not None:
+            raise RuntimeError("the gateway under test exited")
+        try:
+            async with http.get(f"{base}/readyz") as response:
+                if response.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.3)
+    raise RuntimeError("the gateway under test did not become ready")
 
 
 async def measure(
