@@ -88,6 +88,17 @@ _POST_COLUMNS = "slug, id, author, title, body, tags"
 
 
 class PostStore:
+    """Posts and the timelines they are filed in.
+
+    Tag timelines and "all posts" are split into time buckets
+    (``BLOG_POST_BUCKET``, a month by default): even a platform-wide 1000 posts a
+    day makes a month bucket of 30 000 summary rows (~10 MB), well inside what one
+    partition should hold, while a front page of 10 is nearly always one bucket
+    slice plus one read of the small bucket index. Bucket numbers of different
+    granularities do not interleave in time order, so the granularity is fixed
+    for a keyspace's life.
+    """
+
     def __init__(self, db: Database, settings: Settings) -> None:
         self.db = db
         self.granularity = validate_granularity(settings.blog_post_bucket)
