@@ -13,6 +13,7 @@ from strawberry.extensions import MaxTokensLimiter, ParserCache, ValidationCache
 from strawberry.extensions.add_validation_rules import AddValidationRules
 from strawberry.types import Info
 
+from gateway.blog.schema import BlogMutation, BlogQuery
 from gateway.graph.context import context_of
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.limits import query_limits_rule
@@ -32,7 +33,7 @@ class Me:
 
 
 @strawberry.type
-class Query(UserQuery):
+class Query(UserQuery, BlogQuery):
     @strawberry.field(description="The signed-in user's view; null when not signed in.")
     async def me(self, info: Info) -> Me | None:
         login = await context_of(info).viewer()
@@ -40,7 +41,7 @@ class Query(UserQuery):
 
 
 @strawberry.type
-class Mutation(UserMutation):
+class Mutation(UserMutation, BlogMutation):
     pass
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from gateway.blog.seed import seed_blog
 from gateway.db.session import Database
 from gateway.settings import Settings
 from gateway.users.seed import seed_users
@@ -14,3 +15,5 @@ log = logging.getLogger(__name__)
 async def seed_demo(db: Database, settings: Settings) -> None:
     users = await seed_users(db, settings)
     log.info("demo users created: %s", ", ".join(users) or "none (already there)")
+    posts = await seed_blog(db, settings)
+    log.info("demo posts published: %s", ", ".join(posts) or "none (already there)")

@@ -76,6 +76,8 @@ class Settings:
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
     messenger_bucket: str = "month"
     room_bucket: str = "day"
+    blog_post_bucket: str = "month"
+    blog_comment_bucket: str = "day"
     # Seed demo data on `gateway serve --seed`.
     seed: bool = False
 
@@ -113,6 +115,8 @@ class Settings:
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
+            blog_post_bucket=_env("BLOG_POST_BUCKET", cls.blog_post_bucket),
+            blog_comment_bucket=_env("BLOG_COMMENT_BUCKET", cls.blog_comment_bucket),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
         )
 

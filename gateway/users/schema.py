@@ -8,6 +8,7 @@ from datetime import datetime
 import strawberry
 from strawberry.types import Info
 
+from gateway.blog.user_fields import BlogUserFields
 from gateway.db import clock
 from gateway.graph import validation
 from gateway.graph.context import context_of
@@ -24,7 +25,7 @@ WRONG_CREDENTIALS = "Wrong login or password."
 
 
 @strawberry.type(description="A registered user.")
-class User:
+class User(BlogUserFields):
     login: str
     firstname: str
     lastname: str

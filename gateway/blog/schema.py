@@ -1,0 +1,163 @@
+"""The blog's types, queries and mutations."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from strawberry.types import Info
+
+from gateway.blog import rules
+from gateway.blog.comment_store import CommentRecord, CommentStore
+from gateway.blog.cursors import timeline_position
+from gateway.blog.loaders import comment_count_loader, post_loader
+from gateway.blog.store import ALL_POSTS, PostDraft, PostRecord, PostStore, PostSummary
+from gateway.graph.context import context_of
+from gateway.graph.errors import Conflict, NotFound
+from gateway.graph.pagination import Connection, page_size, position_cursor
+from gateway.users.schema import User, require_user
+
+POSTS_PAGE = 10
+COMMENTS_PAGE = 50
+
+
+@strawberry.type(description="A comment on a post. The commenter's email is stored, never shown.")
+class Comment:
+    id: strawberry.ID = strawberry.field(description="A time-based UUID.")
+    commenter_name: str
+    text: str
+    posted_at: datetime
+
+    @classmethod
+    def of(cls, record: CommentRecord) -> Comment:
+        return cls(
+            id=strawberry.ID(str(record.id)),
+            commenter_name=record.name,
+            text=record.text,
+            posted_at=record.posted_at,
+        )
+
+
+@strawberry.type(description="A blog post, addressed by its slug.")
+class Post:
+    slug: str
+    title: str
+    tags: list[str] = strawberry.field(description="Lower-case, in the order the author gave them.")
+    published_at: datetime
+    _author: strawberry.Private[str]
+    #: None when the post came from a list, whose index rows do not carry bodies.
+    _body: strawberry.Private[str | None]
+
+    @classmethod
+    def of(cls, post: PostSummary) -> Post:
+        return cls(
+            slug=post.slug,
+            title=post.title,
+            tags=list(post.tags),
+            published_at=post.published_at,
+            _author=post.author,
+            _body=post.body if isinstance(post, PostRecord) else None,
+        )
+
+    @strawberry.field
+    async def body(self, info: Info) -> str:
+        if self._body is None:
+            record = await context_of(info).loader(post_loader).load(self.slug)
+            self._body = record.body if record else ""
+        return self._body
+
+    @strawberry.field
+    async def author(self, info: Info) -> User:
+        return await require_user(info, self._author)
+
+    @strawberry.field
+    async def comment_count(self, info: Info) -> int:
+        return await context_of(info).loader(comment_count_loader).load(self.slug)
+
+    @strawberry.field(description="Oldest first.")
+    async def comments(
+        self, info: Info, first: int | None = COMMENTS_PAGE, after: str | None = None
+    ) -> Connection[Comment]:
+        size = page_size(info, first, COMMENTS_PAGE)
+        position = timeline_position(after)
+        page = await context_of(info).store(CommentStore).page(self.slug, first=size, after=position)
+        return Connection.of(
+            [(position_cursor(pos), Comment.of(record)) for pos, record in page.items], page.has_next
+        )
+
+
+@strawberry.input(description="A new post. Tags are stored lower-case, duplicates dropped.")
+class PostInput:
+    slug: str = strawberry.field(description="[a-z0-9]+(-[a-z0-9]+)*, at most 100 characters.")
+    title: str = strawberry.field(description="1-200 characters.")
+    body: str = strawberry.field(description="At most 100 000 characters.")
+    tags: list[str] = strawberry.field(
+        default_factory=list, description="At most 10, each 1-30 of [a-z0-9-]."
+    )
+
+
+@strawberry.input(description="A comment. Commenters do not sign in; the email is never shown.")
+class CommentInput:
+    name: str = strawberry.field(description="1-100 characters.")
+    email: str
+    text: str = strawberry.field(description="1-4000 characters after trimming.")
+
+
+@strawberry.type
+class BlogQuery:
+    @strawberry.field(description="A post by slug; null when there is none.")
+    async def post(self, info: Info, slug: str) -> Post | None:
+        if not rules.is_slug(slug):
+            return None
+        record = await context_of(info).loader(post_loader).load(slug)
+        return Post.of(record) if record else None
+
+    @strawberry.field(description="Posts newest first: those tagged `tag`, or all posts without one.")
+    async def posts(
+        self,
+        info: Info,
+        tag: str | None = None,
+        first: int | None = POSTS_PAGE,
+        after: str | None = None,
+    ) -> Connection[Post]:
+        timeline = ALL_POSTS if tag is None else rules.tag(tag, "tag")
+        size = page_size(info, first, POSTS_PAGE)
+        position = timeline_position(after)
+        page = await context_of(info).store(PostStore).timeline(timeline, first=size, after=position)
+        return Connection.of(
+            [(position_cursor(pos), Post.of(summary)) for pos, summary in page.items], page.has_next
+        )
+
+
+@strawberry.type
+class BlogMutation:
+    @strawberry.mutation(
+        description="Publish a post as yourself. CONFLICT when the slug is taken; repeating your "
+        "own identical publish (a retry) returns the post."
+    )
+    async def publish_post(self, info: Info, input: PostInput) -> Post:
+        context = context_of(info)
+        author = await context.require_viewer()
+        draft = PostDraft(
+            slug=rules.slug(input.slug),
+            author=author,
+            title=rules.title(input.title),
+            body=rules.body(input.body),
+            tags=tuple(rules.tags(input.tags)),
+        )
+        published = await context.store(PostStore).publish(draft)
+        if published is None:
+            raise Conflict(f"The slug '{draft.slug}' is taken.", field="slug")
+        return Post.of(published.post)
+
+    @strawberry.mutation(description="Comment on a post; no sign-in needed. NOT_FOUND for a missing post.")
+    async def add_comment(self, info: Info, slug: str, input: CommentInput) -> Comment:
+        context = context_of(info)
+        key = rules.slug(slug)
+        name = rules.commenter_name(input.name)
+        email = rules.commenter_email(input.email)
+        text = rules.comment_text(input.text)
+        if await context.loader(post_loader).load(key) is None:
+            raise NotFound(f"No post '{key}'.")
+        record = await context.store(CommentStore).add(key, name=name, email=email, text=text)
+        return Comment.of(record)

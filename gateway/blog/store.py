@@ -1,0 +1,278 @@
+"""Posts in Cassandra: the slug claim, the timelines a post is filed in, the counts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from gateway.blog.ids import new_id, time_of
+from gateway.db.session import Database, Params, Row
+from gateway.db.timeline import Page, Position, bucket_of_timeuuid, read_page, validate_granularity
+from gateway.settings import Settings
+
+#: The tag every post is also filed under: the "all posts" timeline. Not a valid
+#: tag (tags are ``[a-z0-9-]``), so no real tag can collide with it.
+ALL_POSTS = "*"
+
+#: The most keys one ``IN`` read carries; more are split into several reads.
+IN_CHUNK = 100
+
+
+def chunks(keys: Iterable[str], size: int = IN_CHUNK) -> Iterable[list[str]]:
+    wanted = sorted(set(keys))
+    for start in range(0, len(wanted), size):
+        yield wanted[start : start + size]
+
+
+@dataclass(frozen=True)
+class PostDraft:
+    """A post as its author submits it (already validated)."""
+
+    slug: str
+    author: str
+    title: str
+    body: str
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PostSummary:
+    """What a list shows of a post; the index rows carry exactly this."""
+
+    id: UUID
+    slug: str
+    author: str
+    title: str
+    tags: tuple[str, ...]
+
+    @property
+    def published_at(self) -> datetime:
+        return time_of(self.id)
+
+
+@dataclass(frozen=True)
+class PostRecord(PostSummary):
+    body: str
+
+    @classmethod
+    def from_row(cls, row: Row) -> PostRecord:
+        return cls(
+            id=row["id"],
+            slug=row["slug"],
+            author=row["author"],
+            title=row["title"] or "",
+            tags=tuple(row["tags"] or ()),
+            body=row["body"] or "",
+        )
+
+    def is_draft(self, draft: PostDraft) -> bool:
+        return (self.author, self.title, self.body, self.tags) == (
+            draft.author,
+            draft.title,
+            draft.body,
+            draft.tags,
+        )
+
+
+@dataclass(frozen=True)
+class Published:
+    post: PostRecord
+    #: False when this publish repeated one that had already claimed the slug.
+    created: bool
+
+
+_POST_COLUMNS = "slug, id, author, title, body, tags"
+
+
+class PostStore:
+    """Posts and the timelines they are filed in.
+
+    Tag timelines and "all posts" are split into time buckets
+    (``BLOG_POST_BUCKET``, a month by default): even a platform-wide 1000 posts a
+    day makes a month bucket of 30 000 summary rows (~10 MB), well inside what one
+    partition should hold, while a front page of 10 is nearly always one bucket
+    slice plus one read of the small bucket index. Bucket numbers of different
+    granularities do not interleave in time order, so the granularity is fixed
+    for a keyspace's life.
+    """
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.granularity = validate_granularity(settings.blog_post_bucket)
+
+    # -- publishing ---------------------------------------------------------
+
+    async def publish(self, draft: PostDraft) -> Published | None:
+        """Claim the slug, count the post, file it in its timelines; None when the slug is taken.
+
+        The claim is ``INSERT ... IF NOT EXISTS``: of any number of concurrent
+        publishers of one slug, exactly one wins. A failed claim returns the row
+        that holds the slug; when that row is this very draft (same author,
+        title, body and tags) the publish is a retry, typically after an
+        ``UNAVAILABLE`` that struck after the claim, and it files the post again
+        (the filing writes are idempotent) instead of failing: that is how a
+        post whose filing never landed heals. Only the winner of the claim moves
+        the author's post counter, so retries never count a post twice.
+        """
+        item_id = new_id()
+        claim = await self.db.execute(
+            "INSERT INTO posts (slug, id, author, title, body, tags, published_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+            (
+                draft.slug,
+                item_id,
+                draft.author,
+                draft.title,
+                draft.body,
+                list(draft.tags),
+                time_of(item_id),
+            ),
+        )
+        if claim.applied:
+            post = PostRecord(
+                id=item_id,
+                slug=draft.slug,
+                author=draft.author,
+                title=draft.title,
+                tags=draft.tags,
+                body=draft.body,
+            )
+            outcomes = await asyncio.gather(
+                self._count_post(post.author), self._file(post), return_exceptions=True
+            )
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException):
+                    raise outcome
+            return Published(post, created=True)
+        holder = claim.one()
+        if holder is None or holder.get("id") is None:
+            return None
+        existing = PostRecord.from_row(holder)
+        if not existing.is_draft(draft):
+            return None
+        await self._file(existing)
+        return Published(existing, created=False)
+
+    async def _count_post(self, author: str) -> None:
+        await self.db.execute("UPDATE post_counts SET posts = posts + 1 WHERE author = ?", (author,))
+
+    async def _file(self, post: PostRecord) -> None:
+        """File the post under each of its tags, under "all posts" and under its author.
+
+        One LOGGED batch, on purpose: these rows live in up to 23 partitions of
+        three tables. Cassandra writes a logged batch to its batchlog before
+        applying it, so once the batch is accepted every row lands, even if the
+        coordinator dies halfway; separate (or unlogged) writes could leave a
+        post listed under "all posts" but missing from its tag or its author's
+        list for good. The batch is idempotent (the same keys and values each
+        time), so a retry may safely send it again. At most ~16 KB (10 tags of
+        200-character titles), under Cassandra's 50 KB batch limit.
+        """
+        bucket = bucket_of_timeuuid(post.id, self.granularity)
+        tags = list(post.tags)
+        statements: list[tuple[str, Params]] = []
+        for tag in (ALL_POSTS, *post.tags):
+            statements.append(
+                ("INSERT INTO post_buckets_by_tag (tag, bucket) VALUES (?, ?)", (tag, bucket))
+            )
+            statements.append(
+                (
+                    "INSERT INTO posts_by_tag (tag, bucket, id, slug, title, author, tags)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (tag, bucket, post.id, post.slug, post.title, post.author, tags),
+                )
+            )
+        statements.append(
+            (
+                "INSERT INTO posts_by_author (author, id, slug, title, tags) VALUES (?, ?, ?, ?, ?)",
+                (post.author, post.id, post.slug, post.title, tags),
+            )
+        )
+        await self.db.batch(statements, logged=True)
+
+    # -- reading ------------------------------------------------------------
+
+    async def get_many(self, slugs: Iterable[str]) -> dict[str, PostRecord]:
+        """Posts by slug: one ``IN`` read per 100 distinct slugs."""
+        found: dict[str, PostRecord] = {}
+        for chunk in chunks(slugs):
+            result = await self.db.execute(
+                f"SELECT {_POST_COLUMNS} FROM posts WHERE slug IN ?", (chunk,), fetch_size=IN_CHUNK
+            )
+            for row in result.rows:
+                if row["id"] is not None:
+                    found[row["slug"]] = PostRecord.from_row(row)
+        return found
+
+    async def timeline(self, tag: str, *, first: int, after: Position | None) -> Page[PostSummary]:
+        """The posts filed under ``tag`` (``ALL_POSTS`` for all), newest first, across buckets."""
+
+        async def list_buckets(past: int | None, limit: int) -> list[int]:
+            if past is None:
+                result = await self.db.execute(
+                    "SELECT bucket FROM post_buckets_by_tag WHERE tag = ? LIMIT ?", (tag, limit)
+                )
+            else:
+                result = await self.db.execute(
+                    "SELECT bucket FROM post_buckets_by_tag WHERE tag = ? AND bucket < ? LIMIT ?",
+                    (tag, past, limit),
+                )
+            return [row["bucket"] for row in result.rows]
+
+        async def fetch(bucket: int, past: UUID | None, limit: int) -> list[tuple[UUID, PostSummary]]:
+            columns = "id, slug, author, title, tags"
+            if past is None:
+                result = await self.db.execute(
+                    f"SELECT {columns} FROM posts_by_tag WHERE tag = ? AND bucket = ? LIMIT ?",
+                    (tag, bucket, limit),
+                    fetch_size=limit,
+                )
+            else:
+                result = await self.db.execute(
+                    f"SELECT {columns} FROM posts_by_tag WHERE tag = ? AND bucket = ? AND id < ? LIMIT ?",
+                    (tag, bucket, past, limit),
+                    fetch_size=limit,
+                )
+            return [(row["id"], _summary(row, row["author"])) for row in result.rows]
+
+        return await read_page(list_buckets, fetch, first=first, after=after)
+
+    async def by_author(
+        self, author: str, *, first: int, after: UUID | None
+    ) -> tuple[list[PostSummary], bool]:
+        """An author's posts, newest first: one slice of one partition; (posts, has_next)."""
+        limit = first + 1
+        if after is None:
+            result = await self.db.execute(
+                "SELECT id, slug, title, tags FROM posts_by_author WHERE author = ? LIMIT ?",
+                (author, limit),
+                fetch_size=limit,
+            )
+        else:
+            result = await self.db.execute(
+                "SELECT id, slug, title, tags FROM posts_by_author WHERE author = ? AND id < ? LIMIT ?",
+                (author, after, limit),
+                fetch_size=limit,
+            )
+        posts = [_summary(row, author) for row in result.rows]
+        return posts[:first], len(posts) > first
+
+    async def post_counts(self, authors: Iterable[str]) -> dict[str, int]:
+        """``User.postCount`` of many authors: one ``IN`` read per 100."""
+        counts: dict[str, int] = {}
+        for chunk in chunks(authors):
+            result = await self.db.execute(
+                "SELECT author, posts FROM post_counts WHERE author IN ?", (chunk,), fetch_size=IN_CHUNK
+            )
+            for row in result.rows:
+                counts[row["author"]] = int(row["posts"] or 0)
+        return counts
+
+
+def _summary(row: Row, author: str) -> PostSummary:
+    return PostSummary(
+        id=row["id"], slug=row["slug"], author=author, title=row["title"] or "", tags=tuple(row["tags"] or ())
+    )
