@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from gateway.db.session import Database
+from gateway.messenger.seed import seed_messenger
 from gateway.settings import Settings
 from gateway.users.seed import seed_users
 
@@ -14,3 +15,5 @@ log = logging.getLogger(__name__)
 async def seed_demo(db: Database, settings: Settings) -> None:
     users = await seed_users(db, settings)
     log.info("demo users created: %s", ", ".join(users) or "none (already there)")
+    messages = await seed_messenger(db, settings)
+    log.info("demo direct messages sent: %d", messages)
