@@ -22,6 +22,7 @@ finds the claim instead of counting again.
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -37,6 +38,11 @@ CLAIM_ROW = 1
 #: How long a ``clientMessageId`` is remembered: long enough for a phone that
 #: was offline over a weekend to flush its outbox and still be deduplicated.
 CLIENT_MESSAGE_ID_TTL = timedelta(days=3)
+
+#: How many (owner, partner) unread values a process remembers (see ``UnreadLedger._seen``).
+KNOWN_UNREAD_ENTRIES = 10_000
+
+_UNKNOWN = object()
 
 _PARTNER_KEY = "owner = ? AND row_kind = 0 AND partner = ? AND client_message_id = ''"
 
@@ -68,6 +74,32 @@ class UnreadLedger:
     def __init__(self, db: Database, lock_wait_seconds: float) -> None:
         self.db = db
         self.locks = PartitionLocks(lock_wait_seconds)
+        self._known: OrderedDict[tuple[str, str], int | None] = OrderedDict()
+
+    async def _seen(self, owner: str, partner: str) -> int | None:
+        """The "read" half of the compare-and-set: the value this process last saw, else a read.
+
+        Every write of this process to the partition runs under its lock, so the
+        remembered value is exact unless another gateway process changed the
+        count since; then the LWT condition fails and returns the current value,
+        costing the round trip the read would have cost. Correctness never
+        depends on it, only the statement count does.
+        """
+        known = self._known.get((owner, partner), _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
+        row = (await self.db.execute(_READ_UNREAD, (owner, partner))).one()
+        return row["unread"] if row else None
+
+    def _remember(self, owner: str, partner: str, value: int | None) -> None:
+        key = (owner, partner)
+        self._known[key] = value
+        self._known.move_to_end(key)
+        if len(self._known) > KNOWN_UNREAD_ENTRIES:
+            self._known.popitem(last=False)
+
+    def _forget(self, owner: str, partner: str) -> None:
+        self._known.pop((owner, partner), None)
 
     async def count_received(
         self,
@@ -82,8 +114,7 @@ class UnreadLedger:
         ``unread_since`` is set when the count leaves 0 and kept while it grows.
         """
         async with self.locks.hold(recipient):
-            row = (await self.db.execute(_READ_UNREAD, (recipient, sender))).one()
-            seen: int | None = row["unread"] if row else None
+            seen = await self._seen(recipient, sender)
 
             async def attempt() -> Counted | None:
                 nonlocal seen
@@ -97,14 +128,21 @@ class UnreadLedger:
                     # and both writes apply, or neither does.
                     result = await self.db.batch([claim, increment])
                 if result.applied:
+                    self._remember(recipient, sender, (seen or 0) + 1)
                     return Counted(message_id, first=True)
+                seen = _unread_in(result.rows)
+                self._remember(recipient, sender, seen)
                 for current in result.rows:
                     if current.get("row_kind") == CLAIM_ROW and current.get("claimed_message_id"):
                         return Counted(current["claimed_message_id"], first=False)
-                seen = _unread_in(result.rows)
                 return None
 
-            return await compare_and_set(self.db, attempt, what="unread count")
+            try:
+                return await compare_and_set(self.db, attempt, what="unread count")
+            except BaseException:
+                # A timed-out LWT may or may not have applied: read afresh next time.
+                self._forget(recipient, sender)
+                raise
 
     async def mark_read(self, record: PartnerRecord) -> PartnerRecord:
         """Zero the count that is there now; ``record`` is the row as just read.
@@ -117,18 +155,26 @@ class UnreadLedger:
         owner, partner = record.owner, record.partner
         async with self.locks.hold(owner):
             seen: int | None = record.unread
+            wrote = False
 
             async def attempt() -> bool | None:
-                nonlocal seen
+                nonlocal seen, wrote
                 if not seen:
                     return True
                 result = await self.db.execute(_ALL_READ, (owner, partner, seen))
                 if result.applied:
+                    wrote = True
                     return True
                 seen = _unread_in(result.rows)
                 return None
 
-            await compare_and_set(self.db, attempt, what="mark conversation read")
+            try:
+                await compare_and_set(self.db, attempt, what="mark conversation read")
+            except BaseException:
+                self._forget(owner, partner)
+                raise
+            if wrote:
+                self._remember(owner, partner, 0)
         return dataclasses.replace(record, unread=0, unread_since=None)
 
     @staticmethod
