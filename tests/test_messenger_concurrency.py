@@ -10,16 +10,20 @@ import asyncio
 import itertools
 from typing import Any
 
+from aiohttp import web
+
 from tests.client import Account, Api, Response
-from tests.test_messenger import MAIN_VIEW, MARK_READ, SEND, all_message_ids, partners
+from tests.test_messenger import MAIN_VIEW, MARK_READ, SEND, all_message_ids, partners, store_of
 
 
 def unread_of(view: list[dict[str, Any]]) -> dict[str, int]:
     return {p["partner"]["login"]: p["unreadCount"] for p in view}
 
 
-async def test_ten_senders_thirty_concurrent_sends_each_count_exactly(api: Api, make_server) -> None:  # type: ignore[no-untyped-def]
-    other_api, _ = await make_server()
+async def test_ten_senders_thirty_concurrent_sends_each_count_exactly(  # type: ignore[no-untyped-def]
+    api: Api, app: web.Application, make_server
+) -> None:
+    other_api, other_app = await make_server()
     instances = itertools.cycle([api, other_api])
     recipient = await api.sign_up("popular")
     senders = await asyncio.gather(*(api.sign_up(f"fan{n}") for n in range(10)))
@@ -33,6 +37,8 @@ async def test_ten_senders_thirty_concurrent_sends_each_count_exactly(api: Api, 
     assert [r.errors for r in responses if r.errors] == []
     ids = [r.data["sendMessage"]["id"] for r in responses]  # type: ignore[index]
     assert len(set(ids)) == 300
+    # The per-partition write queues are gone once nobody waits on them.
+    assert len(store_of(app).unread.locks) == len(store_of(other_app).unread.locks) == 0
 
     view = await partners(api, recipient)
     assert unread_of(view) == {s.login: 30 for s in senders}
