@@ -19,12 +19,13 @@ from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.limits import query_limits_rule
 from gateway.graph.metrics import StatementMetrics
 from gateway.graph.scalars import SCALAR_OVERRIDES
+from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSubscription
 from gateway.settings import Settings
 from gateway.users.schema import User, UserMutation, UserQuery, require_user
 
 
 @strawberry.type(description="The signed-in user's own view.")
-class Me:
+class Me(MessengerMe):
     login: strawberry.Private[str]
 
     @strawberry.field
@@ -41,11 +42,16 @@ class Query(UserQuery, BlogQuery):
 
 
 @strawberry.type
-class Mutation(UserMutation, BlogMutation):
+class Mutation(UserMutation, BlogMutation, MessengerMutation):
     pass
 
 
-SUBSCRIPTION: type | None = None
+@strawberry.type
+class Subscription(MessengerSubscription):
+    pass
+
+
+SUBSCRIPTION: type | None = Subscription
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:

@@ -6,6 +6,7 @@ import logging
 
 from gateway.blog.seed import seed_blog
 from gateway.db.session import Database
+from gateway.messenger.seed import seed_messenger
 from gateway.settings import Settings
 from gateway.users.seed import seed_users
 
@@ -17,3 +18,5 @@ async def seed_demo(db: Database, settings: Settings) -> None:
     log.info("demo users created: %s", ", ".join(users) or "none (already there)")
     posts = await seed_blog(db, settings)
     log.info("demo posts published: %s", ", ".join(posts) or "none (already there)")
+    messages = await seed_messenger(db, settings)
+    log.info("demo direct messages sent: %d", messages)

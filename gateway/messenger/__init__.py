@@ -1,0 +1,1 @@
+"""Messenger: 1:1 conversations, talk partners with unread counts, live delivery."""

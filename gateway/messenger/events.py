@@ -1,0 +1,45 @@
+"""Live delivery of direct messages over the process's publish/subscribe.
+
+Channels are named ``<scope>:<key>:<topic>``; the messenger publishes every
+direct message on ``user:<login>:messages`` of both its sender and its
+recipient, so every open connection of either user hears of it (their other
+devices too) and nobody else's does. Rooms and contacts follow the same shape
+(``room:<name>:messages``, ``user:<login>:contacts``).
+
+Events travel as JSON-ready dicts (``MessageRecord.to_event``), so a
+broker-backed :class:`~gateway.graph.pubsub.PubSub` can carry them unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from gateway.graph.pubsub import PubSub
+from gateway.messenger.model import MessageRecord
+
+
+def user_messages_channel(login: str) -> str:
+    return f"user:{login}:messages"
+
+
+async def publish_message(pubsub: PubSub, message: MessageRecord) -> None:
+    event = message.to_event()
+    for login in sorted({message.sender, message.recipient}):
+        await pubsub.publish(user_messages_channel(login), event)
+
+
+@contextlib.asynccontextmanager
+async def message_events(pubsub: PubSub, login: str) -> AsyncIterator[AsyncIterator[MessageRecord]]:
+    """The messages to or from ``login`` published from now on.
+
+    The subscription is registered on entry, before anything awaits, so a
+    message published right after entry is never missed.
+    """
+    async with pubsub.subscribe(user_messages_channel(login)) as events:
+
+        async def records() -> AsyncIterator[MessageRecord]:
+            async for event in events:
+                yield MessageRecord.from_event(event)
+
+        yield records()

@@ -1,0 +1,31 @@
+"""Batched reads of the viewer's talk-partner rows (unread state per conversation)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from strawberry.dataloader import DataLoader
+
+from gateway.graph.context import Context
+from gateway.messenger.model import PartnerRecord
+from gateway.messenger.store import MessengerStore
+
+PartnerKey = tuple[str, str]
+"""(owner, partner)"""
+
+
+def partner_loader(context: Context) -> DataLoader[PartnerKey, PartnerRecord]:
+    """Rows by (owner, partner): one read of each owner's partition per batch of up to 100."""
+    store = context.store(MessengerStore)
+
+    async def load(keys: list[PartnerKey]) -> list[PartnerRecord]:
+        by_owner: dict[str, list[str]] = defaultdict(list)
+        for owner, partner in keys:
+            by_owner[owner].append(partner)
+        found: dict[PartnerKey, PartnerRecord] = {}
+        for owner, partners in by_owner.items():
+            for partner, record in (await store.partners_among(owner, partners)).items():
+                found[(owner, partner)] = record
+        return [found[key] for key in keys]
+
+    return DataLoader(load_fn=load, max_batch_size=100)

@@ -1,0 +1,226 @@
+"""Messenger: talk partners, conversations, direct messages; send, mark read, live delivery."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from datetime import datetime
+from typing import Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from gateway.graph import validation
+from gateway.graph.context import context_of
+from gateway.graph.errors import BadUserInput, NotFound
+from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.messenger.events import message_events, publish_message
+from gateway.messenger.loaders import partner_loader
+from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
+from gateway.messenger.store import MessengerStore
+from gateway.users.loaders import user_loader
+from gateway.users.schema import User, load_user, require_user
+
+CONTENT_MAX = 4000
+CLIENT_MESSAGE_ID_MAX = 100
+MESSAGES_PAGE = 50
+
+WithArgument = Annotated[str, strawberry.argument(name="with", description="The other user's login.")]
+
+
+@strawberry.type(description="A message between two users.")
+class DirectMessage:
+    id: strawberry.ID
+    content: str
+    sent_at: datetime
+    conversation_id: strawberry.ID = strawberry.field(
+        description="The conversation it belongs to (`smaller:bigger` login)."
+    )
+    _record: strawberry.Private[MessageRecord]
+
+    @classmethod
+    def of(cls, record: MessageRecord) -> DirectMessage:
+        return cls(
+            id=strawberry.ID(str(record.id)),
+            content=record.content,
+            sent_at=record.sent_at,
+            conversation_id=strawberry.ID(record.conversation_id),
+            _record=record,
+        )
+
+    @strawberry.field
+    async def sender(self, info: Info) -> User:
+        return await require_user(info, self._record.sender)
+
+    @strawberry.field
+    async def recipient(self, info: Info) -> User:
+        return await require_user(info, self._record.recipient)
+
+    @strawberry.field(
+        description="The key the sender's client sent it with (to match an optimistic update); "
+        "null for anyone but the sender."
+    )
+    async def client_message_id(self, info: Info) -> str | None:
+        viewer = await context_of(info).viewer()
+        return self._record.client_message_id if viewer == self._record.sender else None
+
+
+@strawberry.type(description="Your conversation with one other user.")
+class Conversation:
+    id: strawberry.ID = strawberry.field(description="`smaller:bigger` of the two logins.")
+    _owner: strawberry.Private[str]
+    _partner: strawberry.Private[str]
+    #: The owner's talk-partner row when the caller already has it (talkPartners).
+    _state: strawberry.Private[PartnerRecord | None] = None
+
+    @classmethod
+    def between(cls, owner: str, partner: str, state: PartnerRecord | None = None) -> Conversation:
+        return cls(
+            id=strawberry.ID(conversation_id(owner, partner)), _owner=owner, _partner=partner, _state=state
+        )
+
+    async def _unread(self, info: Info) -> PartnerRecord:
+        if self._state is None:
+            self._state = await context_of(info).loader(partner_loader).load((self._owner, self._partner))
+        return self._state
+
+    @strawberry.field(name="with", description="The other user.")
+    async def with_(self, info: Info) -> User:
+        return await require_user(info, self._partner)
+
+    @strawberry.field(description="Messages from the other user you have not read.")
+    async def unread_count(self, info: Info) -> int:
+        return (await self._unread(info)).unread
+
+    @strawberry.field(description="When the oldest unread message arrived; null when all is read.")
+    async def unread_since(self, info: Info) -> datetime | None:
+        return (await self._unread(info)).unread_since
+
+    @strawberry.field(description="Newest first.")
+    async def messages(
+        self, info: Info, first: int | None = MESSAGES_PAGE, after: str | None = None
+    ) -> Connection[DirectMessage]:
+        size = page_size(info, first, MESSAGES_PAGE)
+        position = decode_position(after)
+        page = await context_of(info).store(MessengerStore).messages_page(
+            str(self.id), first=size, after=position
+        )
+        return Connection.of(
+            [(position_cursor(at), DirectMessage.of(record)) for at, record in page.items], page.has_next
+        )
+
+
+@strawberry.type(description="Someone you have talked with, with the conversation's latest state.")
+class TalkPartner:
+    _record: strawberry.Private[PartnerRecord]
+
+    @strawberry.field
+    async def partner(self, info: Info) -> User:
+        return await require_user(info, self._record.partner)
+
+    @strawberry.field
+    def last_message(self) -> str | None:
+        last = self._record.last_message
+        return last.content if last else None
+
+    @strawberry.field
+    def last_message_at(self) -> datetime | None:
+        last = self._record.last_message
+        return last.sent_at if last else None
+
+    @strawberry.field
+    def last_message_id(self) -> strawberry.ID | None:
+        last = self._record.last_message
+        return strawberry.ID(str(last.id)) if last else None
+
+    @strawberry.field(description="Who wrote the last message (you or the partner).")
+    async def last_message_sender(self, info: Info) -> User | None:
+        last = self._record.last_message
+        return await load_user(info, last.sender) if last else None
+
+    @strawberry.field(description="Messages from the partner you have not read.")
+    def unread_count(self) -> int:
+        return self._record.unread
+
+    @strawberry.field(description="When the oldest unread message arrived; null when all is read.")
+    def unread_since(self) -> datetime | None:
+        return self._record.unread_since
+
+    @strawberry.field
+    def conversation(self) -> Conversation:
+        return Conversation.between(self._record.owner, self._record.partner, self._record)
+
+
+async def _other_user(info: Info, viewer: str, login: str, field: str) -> str:
+    """``login`` validated: well-formed, not the viewer, an existing user."""
+    other = validation.login(login, field)
+    if other == viewer:
+        raise BadUserInput(field, f"`{field}` must be another user, not yourself.")
+    # Both users in one read; the response's sender/recipient fields reuse it.
+    found = await context_of(info).loader(user_loader).load_many([viewer, other])
+    if found[1] is None:
+        raise NotFound(f"No user '{other}'.", field=field)
+    return other
+
+
+@strawberry.type
+class MessengerMe:
+    login: strawberry.Private[str]
+
+    @strawberry.field(description="Everyone you have talked with, most recent conversation first.")
+    async def talk_partners(self, info: Info) -> list[TalkPartner]:
+        records = await context_of(info).store(MessengerStore).partners(self.login)
+        return [TalkPartner(_record=record) for record in records]
+
+    @strawberry.field(description="Your conversation with `with` (empty when you never talked).")
+    async def conversation(self, info: Info, with_: WithArgument) -> Conversation:
+        partner = await _other_user(info, self.login, with_, "with")
+        return Conversation.between(self.login, partner)
+
+
+@strawberry.type
+class MessengerMutation:
+    @strawberry.mutation(
+        description="Send a direct message. The same (sender, clientMessageId) sent again within "
+        "3 days stores one message and returns it each time."
+    )
+    async def send_message(
+        self, info: Info, to: str, content: str, client_message_id: str | None = None
+    ) -> DirectMessage:
+        context = context_of(info)
+        sender = await context.require_viewer()
+        text = validation.text(content, "content", max_len=CONTENT_MAX)
+        key = None
+        if client_message_id is not None:
+            key = validation.text(
+                client_message_id, "clientMessageId", max_len=CLIENT_MESSAGE_ID_MAX, trim=False
+            )
+        recipient = await _other_user(info, sender, to, "to")
+        sent = await context.store(MessengerStore).send(sender, recipient, text, key)
+        if sent.stored_now:
+            await publish_message(context.pubsub, sent.message)
+        return DirectMessage.of(sent.message)
+
+    @strawberry.mutation(
+        description="Everything unread from `with` becomes read; a message arriving at the same "
+        "moment is counted afterwards, never lost."
+    )
+    async def mark_conversation_read(self, info: Info, with_: WithArgument) -> TalkPartner:
+        context = context_of(info)
+        viewer = await context.require_viewer()
+        partner = await _other_user(info, viewer, with_, "with")
+        record = await context.store(MessengerStore).mark_read(viewer, partner)
+        return TalkPartner(_record=record)
+
+
+@strawberry.type
+class MessengerSubscription:
+    @strawberry.subscription(
+        description="Every direct message to or from you, on every open connection of yours."
+    )
+    async def message_received(self, info: Info) -> AsyncGenerator[DirectMessage, None]:
+        context = context_of(info)
+        login = await context.require_viewer()
+        async with message_events(context.pubsub, login) as messages:
+            async for message in messages:
+                context.fresh()
+                yield DirectMessage.of(message)
