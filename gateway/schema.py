@@ -24,13 +24,18 @@ from gateway.settings import Settings
 from gateway.users.schema import User, UserMutation, UserQuery, require_user
 
 
-@strawberry.type(description="The signed-in user's own view.")
-class Me(MessengerMe):
+@strawberry.type
+class MeUser:
     login: strawberry.Private[str]
 
-    @strawberry.field
+    @strawberry.field(description="Your own profile.")
     async def user(self, info: Info) -> User:
         return await require_user(info, self.login)
+
+
+@strawberry.type(description="The signed-in user's own view.")
+class Me(MeUser, MessengerMe):
+    pass
 
 
 @strawberry.type
