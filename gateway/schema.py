@@ -13,6 +13,7 @@ from strawberry.extensions import MaxTokensLimiter, ParserCache, ValidationCache
 from strawberry.extensions.add_validation_rules import AddValidationRules
 from strawberry.types import Info
 
+from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
 from gateway.graph.context import context_of
 from gateway.graph.errors import ErrorCodes
 from gateway.graph.limits import query_limits_rule
@@ -23,7 +24,7 @@ from gateway.users.schema import User, UserMutation, UserQuery, require_user
 
 
 @strawberry.type(description="The signed-in user's own view.")
-class Me:
+class Me(ContactsMe):
     login: strawberry.Private[str]
 
     @strawberry.field
@@ -40,11 +41,16 @@ class Query(UserQuery):
 
 
 @strawberry.type
-class Mutation(UserMutation):
+class Mutation(UserMutation, ContactsMutation):
     pass
 
 
-SUBSCRIPTION: type | None = None
+@strawberry.type
+class Subscription(ContactsSubscription):
+    pass
+
+
+SUBSCRIPTION: type | None = Subscription
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:

@@ -76,6 +76,12 @@ class Settings:
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
     messenger_bucket: str = "month"
     room_bucket: str = "day"
+    # Contacts: the secret key of the identity hashes (HMAC-SHA256), the country
+    # calling code for national phone numbers ("" = international numbers only),
+    # and the most Cassandra requests contact uploads keep in flight per process.
+    contacts_identity_pepper: str = "insecure-development-pepper"
+    contacts_default_country_code: str = ""
+    contacts_max_in_flight: int = 64
     # Seed demo data on `gateway serve --seed`.
     seed: bool = False
 
@@ -113,6 +119,11 @@ class Settings:
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
+            contacts_identity_pepper=_env("CONTACTS_IDENTITY_PEPPER", cls.contacts_identity_pepper),
+            contacts_default_country_code=_env(
+                "CONTACTS_DEFAULT_COUNTRY_CODE", cls.contacts_default_country_code
+            ),
+            contacts_max_in_flight=_env_int("CONTACTS_MAX_IN_FLIGHT", cls.contacts_max_in_flight),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
         )
 
