@@ -21,6 +21,7 @@ from tests.test_contacts_support import (
     discoveries,
     e164,
     fresh_phone,
+    indexed_by,
     nothing_arrives,
 )
 
@@ -176,6 +177,9 @@ async def test_reupload_replaces_the_book_and_the_index_follows(api: Api, app: w
     assert sorted((c["networkId"], c["name"]) for c in tel_book) == sorted(
         [(e164(kept), "Kept, renamed"), (e164(added), "Added")]
     )
+    assert await indexed_by(app, "tel", e164(removed)) == []
+    assert await indexed_by(app, "tel", e164(kept)) == [uploader.login]
+    assert await indexed_by(app, "tel", e164(added)) == [uploader.login]
     # The other network's book is untouched.
     assert [c["networkId"] for c in await all_contacts(api, uploader.token, "email")] == [
         "friend@example.org"
@@ -195,18 +199,37 @@ async def test_reupload_replaces_the_book_and_the_index_follows(api: Api, app: w
     # An empty upload clears the book.
     assert (await upload(api, uploader.token, "tel", []))["contacts"] == []
     assert await all_contacts(api, uploader.token, "tel") == []
+    assert await indexed_by(app, "tel", e164(added)) == []
     assert len(await all_contacts(api, uploader.token)) == 1
 
 
 async def test_uploads_racing_links_never_miss_a_discovery(api: Api) -> None:
-    pairs = [(await api.sign_up("racer"), await api.sign_up("linker"), fresh_phone()) for _ in range(12)]
+    """Large books keep each upload busy for a while; the links start one after the
+    other during it, so they land before, between and after the upload's index
+    writes and owner reads. Whatever the interleaving, every owner is found."""
+    uploaders = await asyncio.gather(*(api.sign_up("racer") for _ in range(3)))
+    linkers = await asyncio.gather(*(api.sign_up("linker") for _ in range(12)))
+    phones = [fresh_phone() for _ in linkers]
+    books = []
+    for n in range(len(uploaders)):
+        filler = [{"networkId": fresh_phone(), "name": "Filler"} for _ in range(1000)]
+        # The linkers' numbers come last: the upload indexes them last.
+        books.append(filler + [{"networkId": p, "name": "Racer"} for p in phones[n * 4 : n * 4 + 4]])
+
+    async def link_after(delay: float, token: str, phone: str) -> None:
+        await asyncio.sleep(delay)
+        await api.ok(LINK, {"network": "tel", "networkId": phone}, token=token)
+
     await asyncio.gather(
-        *(upload(api, u.token, "tel", [{"networkId": p, "name": "Racer"}]) for u, _, p in pairs),
-        *(api.ok(LINK, {"network": "tel", "networkId": p}, token=o.token) for _, o, p in pairs),
+        *(upload(api, u.token, "tel", b) for u, b in zip(uploaders, books, strict=True)),
+        *(link_after(i * 0.1, o.token, p) for i, (o, p) in enumerate(zip(linkers, phones, strict=True))),
     )
-    for uploader, owner, _ in pairs:
-        contacts = await all_contacts(api, uploader.token)
-        assert contacts[0]["user"] == {"login": owner.login, "firstname": "Test"}
+    for n, uploader in enumerate(uploaders):
+        found = {
+            c["networkId"]: c["user"]["login"] for c in await all_contacts(api, uploader.token) if c["user"]
+        }
+        expected = zip(linkers[n * 4 : n * 4 + 4], phones[n * 4 : n * 4 + 4], strict=True)
+        assert found == {e164(p): o.login for o, p in expected}
 
 
 async def test_duplicates_collapse_and_emails_are_case_insensitive(api: Api) -> None:
@@ -366,3 +389,29 @@ async def test_identity_tables_hold_hashes_not_numbers(api: Api, app: web.Applic
         assert all(digits not in str(value) for value in row.values())
     # Without the pepper the hash cannot be recomputed from the number.
     assert digest != identities.identity_hash(b"", Identity("tel", e164(phone)))
+
+
+async def test_demo_seed_is_idempotent(api: Api, app: web.Application) -> None:
+    from gateway.contacts.seed import seed_contacts
+    from gateway.users.seed import DEMO_PASSWORD, seed_users
+
+    services = app[SERVICES]
+    await seed_users(services.db, services.settings)
+    first = await seed_contacts(services.db, services.settings)
+    second = await seed_contacts(services.db, services.settings)
+    assert (
+        first
+        == second
+        == ["bob:tel:+31612345601", "carol:tel:+31612345602", "erin:email:erin.brockovich@example.com"]
+    )
+    sign_in = """mutation($login: String!, $password: String!) {
+      signIn(login: $login, password: $password) { token }
+    }"""
+    token = (await api.ok(sign_in, {"login": "alice", "password": DEMO_PASSWORD}))["signIn"]["token"]
+    alice_book = {c["name"]: (c["user"] or {}).get("login") for c in await all_contacts(api, token)}
+    assert alice_book == {
+        "Bob (builder)": "bob",
+        "Carol D.": "carol",
+        "Mad Hatter": None,
+        "White Rabbit": None,
+    }

@@ -13,6 +13,7 @@ from gql import GraphQLRequest
 
 from gateway.app import SERVICES
 from gateway.contacts.discovery import contacts_channel
+from gateway.contacts.identities import Identity, identity_hash
 from tests.client import Api
 
 LINK = """mutation($network: String!, $networkId: String!) {
@@ -42,6 +43,14 @@ def fresh_phone() -> str:
 
 def e164(phone: str) -> str:
     return "+" + "".join(c for c in phone if c.isdigit())
+
+
+async def indexed_by(app: web.Application, network: str, network_id: str) -> list[str]:
+    """The logins the reverse index lists for an identity (read straight from Cassandra)."""
+    services = app[SERVICES]
+    digest = identity_hash(services.settings.contacts_identity_pepper.encode(), Identity(network, network_id))
+    rows = await services.db.execute_all("SELECT login FROM contact_index WHERE identity_hash = ?", (digest,))
+    return [r["login"] for r in rows]
 
 
 async def all_contacts(api: Api, token: str, network: str | None = None) -> list[dict[str, Any]]:

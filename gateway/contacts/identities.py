@@ -5,8 +5,9 @@ compared, the id is normalised so that the same person written two ways is one
 identity:
 
 - ``tel``: E.164, ``+`` and 7-15 digits (spaces, dashes, dots, slashes and
-  parentheses dropped; a ``00`` international prefix becomes ``+``; a national
-  number with one leading ``0`` gets the configured country calling code);
+  parentheses dropped, as is the "(0)" of "+44 (0)79 ..."; a ``00``
+  international prefix becomes ``+``; a national number with one leading ``0``
+  gets the configured country calling code);
 - ``email``: trimmed and lower-cased, then checked as an address;
 - ``fb``: a numeric Facebook user id.
 
@@ -58,7 +59,7 @@ def country_code(value: str) -> str:
 
 
 def phone(value: str, field: str, default_country_code: str = "") -> str:
-    digits = _PHONE_PUNCTUATION.sub("", value)
+    digits = _PHONE_PUNCTUATION.sub("", value.replace("(0)", ""))
     if digits.startswith("+"):
         digits = digits[1:]
     elif digits.startswith("00"):
