@@ -44,8 +44,13 @@ class Contact:
     _owner: strawberry.Private[str | None]
 
     @strawberry.field(description="The registered user who owns this identity, once known.")
-    async def user(self, info: Info) -> User | None:
-        return await load_user(info, self._owner) if self._owner else None
+    def user(self, info: Info) -> User | None:
+        """Not a coroutine function: most contacts of a large upload have no owner, and
+        answering those with a plain None spares graphql-core a coroutine each. The
+        owned ones return the loader's awaitable, which the executor awaits."""
+        if self._owner is None:
+            return None
+        return load_user(info, self._owner)  # type: ignore[return-value]
 
     @classmethod
     def of(cls, entry: BookEntry) -> Contact:
