@@ -21,6 +21,7 @@ discovery missed forever.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -32,6 +33,8 @@ from gateway.db.session import Database
 from gateway.graph import validation
 from gateway.graph.errors import BadUserInput, Conflict
 from gateway.settings import Settings
+
+log = logging.getLogger(__name__)
 
 MAX_CONTACTS_PER_UPLOAD = 5000
 NAME_MAX = 100
@@ -74,6 +77,8 @@ class ContactDirectory:
     def __init__(self, db: Database, settings: Settings) -> None:
         self.store = ContactStore(db, settings)
         self.pepper = settings.contacts_identity_pepper.encode()
+        if not settings.embedded and settings.contacts_identity_pepper == Settings.contacts_identity_pepper:
+            log.warning("CONTACTS_IDENTITY_PEPPER is the development default; set a secret of your own")
         self.country_code = identities.country_code(settings.contacts_default_country_code)
 
     def identity(self, network: str, network_id: str, field: str = "networkId") -> tuple[Identity, bytes]:
