@@ -131,6 +131,8 @@ async def main() -> None:
             f"in-flight limit {target.settings.contacts_max_in_flight} per process)",
             rows,
         )
+        for row in rows[:4]:
+            print(f"{row.name:<44} {row.rps * BOOK_SIZE:>9.0f} contacts/s")
 
 
 class RawContacts:
