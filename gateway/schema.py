@@ -14,6 +14,7 @@ from strawberry.extensions.add_validation_rules import AddValidationRules
 from strawberry.types import Info
 
 from gateway.blog.schema import BlogMutation, BlogQuery
+from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
 from gateway.graph.context import context_of
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.limits import query_limits_rule
@@ -34,7 +35,7 @@ class MeUser:
 
 
 @strawberry.type(description="The signed-in user's own view.")
-class Me(MeUser, MessengerMe):
+class Me(MeUser, MessengerMe, ContactsMe):
     pass
 
 
@@ -47,12 +48,12 @@ class Query(UserQuery, BlogQuery):
 
 
 @strawberry.type
-class Mutation(UserMutation, BlogMutation, MessengerMutation):
+class Mutation(UserMutation, BlogMutation, MessengerMutation, ContactsMutation):
     pass
 
 
 @strawberry.type
-class Subscription(MessengerSubscription):
+class Subscription(MessengerSubscription, ContactsSubscription):
     pass
 
 

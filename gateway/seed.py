@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from gateway.blog.seed import seed_blog
+from gateway.contacts.seed import seed_contacts
 from gateway.db.session import Database
 from gateway.messenger.seed import seed_messenger
 from gateway.settings import Settings
@@ -20,3 +21,4 @@ async def seed_demo(db: Database, settings: Settings) -> None:
     log.info("demo posts published: %s", ", ".join(posts) or "none (already there)")
     messages = await seed_messenger(db, settings)
     log.info("demo direct messages sent: %d", messages)
+    log.info("demo identities linked: %s", ", ".join(await seed_contacts(db, settings)))

@@ -78,6 +78,12 @@ class Settings:
     room_bucket: str = "day"
     blog_post_bucket: str = "month"
     blog_comment_bucket: str = "day"
+    # Contacts: the secret key of the identity hashes (HMAC-SHA256), the country
+    # calling code for national phone numbers ("" = international numbers only),
+    # and the most Cassandra requests contact uploads keep in flight per process.
+    contacts_identity_pepper: str = "insecure-development-pepper"
+    contacts_default_country_code: str = ""
+    contacts_max_in_flight: int = 64
     # Seed demo data on `gateway serve --seed`.
     seed: bool = False
 
@@ -117,6 +123,11 @@ class Settings:
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
             blog_post_bucket=_env("BLOG_POST_BUCKET", cls.blog_post_bucket),
             blog_comment_bucket=_env("BLOG_COMMENT_BUCKET", cls.blog_comment_bucket),
+            contacts_identity_pepper=_env("CONTACTS_IDENTITY_PEPPER", cls.contacts_identity_pepper),
+            contacts_default_country_code=_env(
+                "CONTACTS_DEFAULT_COUNTRY_CODE", cls.contacts_default_country_code
+            ),
+            contacts_max_in_flight=_env_int("CONTACTS_MAX_IN_FLIGHT", cls.contacts_max_in_flight),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
         )
 

@@ -80,8 +80,12 @@ async def test_expired_session_is_unauthenticated(api: Api, app) -> None:  # typ
     # A session row whose expiry has passed (its TTL has not fired yet).
     await db.execute(
         "INSERT INTO sessions (token_hash, login, created_at, expires_at) VALUES (?, ?, ?, ?)",
-        (hash_token("expired-token"), account.login, datetime.now(UTC) - timedelta(days=31),
-         datetime.now(UTC) - timedelta(seconds=1)),
+        (
+            hash_token("expired-token"),
+            account.login,
+            datetime.now(UTC) - timedelta(days=31),
+            datetime.now(UTC) - timedelta(seconds=1),
+        ),
     )
     error = await api.error(ME, token="expired-token")
     assert error["extensions"]["code"] == "UNAUTHENTICATED"

@@ -1,0 +1,1 @@
+"""Contact discovery from uploaded address books (eBuddy's User Discovery)."""

@@ -1,0 +1,221 @@
+"""Linking identities and syncing address books: eBuddy's User Discovery.
+
+Two operations can discover the same connection, and the order of their
+writes and reads guarantees that at least one of them does:
+
+- ``upload_contacts`` writes the reverse index, *then* reads the owners;
+- ``link_identity`` writes the claim, *then* reads the reverse index.
+
+Whichever of the two reads comes second sees the other's write (each write is
+acknowledged at LOCAL_QUORUM before its read at LOCAL_QUORUM starts), so a
+contact is never left undiscovered when an upload and a link race. Both may
+see each other; recording a discovery is idempotent.
+
+The reverse index always covers the stored books (index rows are written
+before book rows and deleted after them): an index row without a book row is
+harmless (linking the identity records a leftover discovery that nobody sees
+and the next upload deletes), while a book row without an index row would be a
+discovery missed forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from gateway.contacts import identities
+from gateway.contacts.identities import Identity
+from gateway.contacts.store import BookEntry, ContactStore, LinkedIdentity
+from gateway.db import clock
+from gateway.db.session import Database
+from gateway.graph import validation
+from gateway.graph.errors import BadUserInput, Conflict
+from gateway.settings import Settings
+
+log = logging.getLogger(__name__)
+
+MAX_CONTACTS_PER_UPLOAD = 5000
+NAME_MAX = 100
+#: Identities one user may link; keeps ``me.identities`` a short list and limits squatting.
+MAX_IDENTITIES_PER_USER = 20
+
+
+def contacts_channel(login: str) -> str:
+    """The pubsub channel of a user's ``contactDiscovered`` subscription."""
+    return f"user:{login}:contacts"
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The message published to an uploader: which of their book rows found its owner."""
+
+    network: str
+    identity_hash: bytes
+    owner: str
+
+
+@dataclass(frozen=True)
+class UploadedContact:
+    network_id: str
+    name: str | None
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    contacts: list[BookEntry]
+    discovered: list[str]
+
+
+Publish = Callable[[str, Discovery], Awaitable[None]]
+
+
+class ContactDirectory:
+    """The contacts domain's operations; the GraphQL layer and the seed both call it."""
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.store = ContactStore(db, settings)
+        self.pepper = settings.contacts_identity_pepper.encode()
+        if not settings.embedded and settings.contacts_identity_pepper == Settings.contacts_identity_pepper:
+            log.warning("CONTACTS_IDENTITY_PEPPER is the development default; set a secret of your own")
+        self.country_code = identities.country_code(settings.contacts_default_country_code)
+
+    def identity(self, network: str, network_id: str, field: str = "networkId") -> tuple[Identity, bytes]:
+        """Validated, normalised, and hashed."""
+        name = identities.network(network)
+        normalised = identities.normalise(name, network_id, field, self.country_code)
+        identity = Identity(name, normalised)
+        return identity, identities.identity_hash(self.pepper, identity)
+
+    # -- linkIdentity -------------------------------------------------------
+
+    async def link_identity(
+        self, login: str, network: str, network_id: str, publish: Publish | None = None
+    ) -> LinkedIdentity:
+        """Claim the identity for ``login`` and let everyone who has it in a book discover them.
+
+        Linking an identity you hold already is harmless and completes whatever an
+        earlier link was cut short before (the identity list, the discoveries).
+        """
+        identity, identity_hash = self.identity(network, network_id)
+        mine = await self.store.identities_of(login)
+        if len(mine) >= MAX_IDENTITIES_PER_USER and all(i.identity_hash != identity_hash for i in mine):
+            raise BadUserInput("networkId", f"You can link at most {MAX_IDENTITIES_PER_USER} identities.")
+        claim = await self.store.claim(identity_hash, identity.network, login, clock.now())
+        if claim.login != login:
+            raise Conflict(f"This {identity.network} identity is linked to another user.", field="networkId")
+        linked = LinkedIdentity(identity.network, identity.network_id, identity_hash, claim.linked_at)
+        await self.store.add_user_identity(login, linked)
+        await self._tell_uploaders(linked, login, publish)
+        return linked
+
+    async def _tell_uploaders(self, linked: LinkedIdentity, owner: str, publish: Publish | None) -> None:
+        """Record the owner on every book row of this identity that lacks it, then notify.
+
+        Each row is read first: a row that already names its owner (an earlier,
+        interrupted link; an upload that found it) is not announced twice, and a
+        row that is gone is not recreated as a leftover.
+        """
+        uploaders = [u for u in await self.store.uploaders_of(linked.identity_hash) if u != owner]
+
+        def record(uploader: str) -> Callable[[], Awaitable[str | None]]:
+            async def run() -> str | None:
+                entry = await self.store.entry(uploader, linked.network, linked.identity_hash)
+                if entry is None or entry.leftover or entry.owner is not None:
+                    return None
+                await self.store.record_discovery(
+                    uploader, linked.network, linked.identity_hash, owner, linked.linked_at
+                )
+                return uploader
+
+            return run
+
+        told = await self.store.limit.run_all([record(u) for u in uploaders])
+        if publish is None:
+            return
+        for uploader in told:
+            if uploader is not None:
+                await publish(
+                    contacts_channel(uploader), Discovery(linked.network, linked.identity_hash, owner)
+                )
+
+    # -- uploadContacts -----------------------------------------------------
+
+    def parse_contacts(
+        self, network: str, contacts: Sequence[UploadedContact]
+    ) -> tuple[str, dict[bytes, BookEntry]]:
+        """Validate and normalise an upload; duplicates (the same identity written twice)
+        collapse into the first occurrence, in upload order."""
+        name = identities.network(network)
+        if len(contacts) > MAX_CONTACTS_PER_UPLOAD:
+            raise BadUserInput("contacts", f"At most {MAX_CONTACTS_PER_UPLOAD} contacts per upload.")
+        parsed: dict[bytes, BookEntry] = {}
+        for i, contact in enumerate(contacts):
+            identity, identity_hash = self.identity(name, contact.network_id, f"contacts[{i}].networkId")
+            display = (
+                None
+                if contact.name is None
+                else validation.text(contact.name, f"contacts[{i}].name", max_len=NAME_MAX)
+            )
+            if identity_hash not in parsed:
+                parsed[identity_hash] = BookEntry(
+                    name, identity_hash, identity.network_id, display, None, None
+                )
+        return name, parsed
+
+    async def upload_contacts(
+        self, login: str, network: str, contacts: Sequence[UploadedContact]
+    ) -> SyncResult:
+        """Replace the viewer's book of ``network``; returns it with owners, and the users
+        this upload discovered (owners not yet known from an earlier upload or link)."""
+        network, parsed = self.parse_contacts(network, contacts)
+        lease = await self.store.acquire_upload_lease(login, network)
+        if lease is None:
+            raise Conflict(
+                f"Another upload of your {network} contacts is in progress; retry when it has finished.",
+                field="network",
+            )
+        try:
+            return await self._sync(login, network, parsed)
+        finally:
+            await asyncio.shield(self.store.release_upload_lease(login, network, lease))
+
+    async def _sync(self, login: str, network: str, parsed: dict[bytes, BookEntry]) -> SyncResult:
+        stored = {e.identity_hash: e for e in await self.store.book(login, network)}
+        fresh = [h for h in parsed if h not in stored or stored[h].leftover]
+        await self.store.index(login, fresh)
+        owners = await self.store.owners_of(list(parsed))
+        now = clock.now()
+        result: list[BookEntry] = []
+        writes: list[BookEntry] = []
+        discovered: dict[str, None] = {}
+        for identity_hash, entry in parsed.items():
+            before = stored.get(identity_hash)
+            if before is not None and before.leftover:
+                before = None
+            owner = owners.get(identity_hash)
+            if owner is not None and (before is None or before.owner is None):
+                entry = BookEntry(entry.network, identity_hash, entry.network_id, entry.name, owner, now)
+                writes.append(entry)
+                if owner != login:
+                    discovered[owner] = None
+            elif before is not None:
+                entry = BookEntry(
+                    entry.network,
+                    identity_hash,
+                    entry.network_id,
+                    entry.name,
+                    before.owner,
+                    before.discovered_at,
+                )
+                if before.name != entry.name:
+                    writes.append(entry)
+            else:
+                writes.append(entry)
+            result.append(entry)
+        removed = [h for h in stored if h not in parsed]
+        await self.store.write_entries(login, writes)
+        await self.store.remove_entries(login, network, removed)
+        await self.store.unindex(login, removed)
+        return SyncResult(contacts=result, discovered=list(discovered))

@@ -1,0 +1,173 @@
+"""Contacts: identities, address-book sync and discovery (types, mutations, subscription)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncGenerator
+from datetime import datetime
+
+import strawberry
+from strawberry.types import Info
+
+from gateway.contacts import identities
+from gateway.contacts.discovery import ContactDirectory, Discovery, UploadedContact, contacts_channel
+from gateway.contacts.store import BookEntry, LinkedIdentity
+from gateway.graph.context import context_of
+from gateway.graph.errors import BadUserInput
+from gateway.graph.pagination import Connection, decode_cursor, encode_cursor, page_size
+from gateway.users.schema import User, load_user, load_users
+
+_HASH_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+@strawberry.type(
+    description="An identity of yours on a network: a phone number, an email address, a Facebook id."
+)
+class Identity:
+    network: str
+    network_id: str = strawberry.field(description="Normalised: phone numbers in E.164, emails lower-case.")
+    linked_at: datetime
+
+    @classmethod
+    def of(cls, linked: LinkedIdentity) -> Identity:
+        return cls(network=linked.network, network_id=linked.network_id, linked_at=linked.linked_at)
+
+
+@strawberry.type(description="An entry of your uploaded address book.")
+class Contact:
+    network: str
+    network_id: str = strawberry.field(description="Normalised: phone numbers in E.164, emails lower-case.")
+    name: str | None
+    discovered_at: datetime | None = strawberry.field(
+        description="When the owner of this identity became known to you; null until then."
+    )
+    _owner: strawberry.Private[str | None]
+
+    @strawberry.field(description="The registered user who owns this identity, once known.")
+    def user(self, info: Info) -> User | None:
+        """Not a coroutine function: most contacts of a large upload have no owner, and
+        answering those with a plain None spares graphql-core a coroutine each. The
+        owned ones return the loader's awaitable, which the executor awaits."""
+        if self._owner is None:
+            return None
+        return load_user(info, self._owner)  # type: ignore[return-value]
+
+    @classmethod
+    def of(cls, entry: BookEntry) -> Contact:
+        assert entry.network_id is not None
+        return cls(
+            network=entry.network,
+            network_id=entry.network_id,
+            name=entry.name,
+            discovered_at=entry.discovered_at,
+            _owner=entry.owner,
+        )
+
+
+@strawberry.type(description="The outcome of an address-book upload.")
+class ContactSync:
+    contacts: list[Contact] = strawberry.field(
+        description="The uploaded contacts, normalised, duplicates merged, in upload order."
+    )
+    _discovered: strawberry.Private[list[str]]
+
+    @strawberry.field(description="Users this upload discovered: owners you did not know about before.")
+    async def discovered(self, info: Info) -> list[User]:
+        return await load_users(info, self._discovered)
+
+
+@strawberry.input(description="One address-book entry: the id on the upload's network, and your name for it.")
+class ContactInput:
+    network_id: str
+    name: str | None = None
+
+
+def _contact_cursor(entry: BookEntry) -> str:
+    return encode_cursor({"n": entry.network, "h": entry.identity_hash.hex()})
+
+
+def _decode_contact_cursor(after: str | None) -> tuple[str, bytes] | None:
+    payload = decode_cursor(after)
+    if payload is None:
+        return None
+    network, digest = payload.get("n"), payload.get("h")
+    if network not in identities.NETWORKS or not isinstance(digest, str) or not _HASH_HEX.match(digest):
+        raise BadUserInput("after", "Invalid cursor.")
+    return network, bytes.fromhex(digest)
+
+
+@strawberry.type
+class ContactsMe:
+    login: strawberry.Private[str]
+
+    @strawberry.field(description="The identities you linked, by network.")
+    async def identities(self, info: Info) -> list[Identity]:
+        directory = context_of(info).store(ContactDirectory)
+        return [Identity.of(i) for i in await directory.store.identities_of(self.login)]
+
+    @strawberry.field(
+        description="Your uploaded address books: by network, then in a stable order (not by name). "
+        "`network` restricts the list to one network."
+    )
+    async def contacts(
+        self,
+        info: Info,
+        first: int | None = 50,
+        after: str | None = None,
+        network: str | None = None,
+    ) -> Connection[Contact]:
+        size = page_size(info, first, 50)
+        only = identities.network(network) if network is not None else None
+        position = _decode_contact_cursor(after)
+        if only is not None and position is not None and position[0] != only:
+            raise BadUserInput("after", "This cursor belongs to another network.")
+        directory = context_of(info).store(ContactDirectory)
+        entries, has_next = await directory.store.page(self.login, network=only, after=position, limit=size)
+        return Connection.of([(_contact_cursor(e), Contact.of(e)) for e in entries], has_next)
+
+
+@strawberry.type
+class ContactsMutation:
+    @strawberry.mutation(
+        description="Claim an identity as yours. CONFLICT if another user holds it; linking it again is "
+        "harmless. Everyone who has it in an uploaded address book discovers you."
+    )
+    async def link_identity(self, info: Info, network: str, network_id: str) -> Identity:
+        context = context_of(info)
+        login = await context.require_viewer()
+        directory = context.store(ContactDirectory)
+        linked = await directory.link_identity(login, network, network_id, publish=context.pubsub.publish)
+        return Identity.of(linked)
+
+    @strawberry.mutation(
+        description="Replace your address book of one network (at most 5000 contacts; an empty list clears "
+        "it). Returns the contacts with their users where known, and the users newly discovered."
+    )
+    async def upload_contacts(self, info: Info, network: str, contacts: list[ContactInput]) -> ContactSync:
+        context = context_of(info)
+        login = await context.require_viewer()
+        directory = context.store(ContactDirectory)
+        result = await directory.upload_contacts(
+            login, network, [UploadedContact(c.network_id, c.name) for c in contacts]
+        )
+        return ContactSync(contacts=[Contact.of(e) for e in result.contacts], _discovered=result.discovered)
+
+
+@strawberry.type
+class ContactsSubscription:
+    @strawberry.subscription(
+        description="A contact of yours just became a known user (linked that identity)."
+    )
+    async def contact_discovered(self, info: Info) -> AsyncGenerator[Contact, None]:
+        context = context_of(info)
+        login = await context.require_viewer()
+        directory = context.store(ContactDirectory)
+        async with context.pubsub.subscribe(contacts_channel(login)) as messages:
+            async for message in messages:
+                if not isinstance(message, Discovery):
+                    continue
+                context.fresh()
+                entry = await directory.store.entry(login, message.network, message.identity_hash)
+                if entry is None or entry.leftover or entry.owner is None:
+                    continue
+                yield Contact.of(entry)

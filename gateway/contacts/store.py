@@ -1,0 +1,298 @@
+"""Identities, address books and the reverse index in Cassandra (see ``cql/006_contacts.cql``)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from gateway.contacts.bounded import InFlightLimit
+from gateway.db import clock
+from gateway.db.session import Database, Params, Row
+from gateway.settings import Settings
+
+#: Identity hashes per ``IN`` read of the owners table: 5000 contacts are 50 reads.
+OWNER_LOOKUP_CHUNK = 100
+#: Book rows per single-partition batch.
+BOOK_BATCH = 100
+#: How long an upload may hold its book's lease before another upload may start.
+UPLOAD_LEASE_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class LinkedIdentity:
+    network: str
+    network_id: str
+    identity_hash: bytes
+    linked_at: datetime
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The owner of an identity after a claim; ``won`` when this claim created it."""
+
+    login: str
+    linked_at: datetime
+    won: bool
+
+
+@dataclass(frozen=True)
+class BookEntry:
+    """One contact of a user's address book.
+
+    ``network_id`` is None only for a leftover row (a discovery recorded for a
+    contact that was being removed at that moment); such rows are never shown.
+    """
+
+    network: str
+    identity_hash: bytes
+    network_id: str | None
+    name: str | None
+    owner: str | None
+    discovered_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Row) -> BookEntry:
+        discovered = row.get("discovered_at")
+        return cls(
+            network=row["network"],
+            identity_hash=bytes(row["identity_hash"]),
+            network_id=row.get("network_id"),
+            name=row.get("name"),
+            owner=row.get("owner"),
+            discovered_at=clock.utc(discovered) if discovered else None,
+        )
+
+    @property
+    def leftover(self) -> bool:
+        return self.network_id is None
+
+
+def _chunks(items: Sequence[bytes], size: int) -> list[list[bytes]]:
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+_BOOK_COLUMNS = "network, identity_hash, network_id, name, owner, discovered_at"
+_INSERT_ENTRY = (
+    "INSERT INTO contact_books (login, network, identity_hash, network_id, name) VALUES (?, ?, ?, ?, ?)"
+)
+_INSERT_DISCOVERED_ENTRY = (
+    "INSERT INTO contact_books (login, network, identity_hash, network_id, name, owner, discovered_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_DELETE_ENTRY = "DELETE FROM contact_books WHERE login = ? AND network = ? AND identity_hash = ?"
+
+
+class ContactStore:
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.settings = settings
+        self.limit = InFlightLimit(settings.contacts_max_in_flight)
+
+    async def _each(self, calls: Sequence[Callable[[], Awaitable[object]]]) -> None:
+        await self.limit.run_all(calls)
+
+    # -- identities ---------------------------------------------------------
+
+    async def claim(self, identity_hash: bytes, network: str, login: str, linked_at: datetime) -> Claim:
+        """``IF NOT EXISTS``: of any number of concurrent claimants exactly one creates the
+        row; everyone else gets the row that won (Cassandra returns it with ``[applied]``)."""
+        result = await self.db.execute(
+            "INSERT INTO identity_owners (identity_hash, network, login, linked_at) VALUES (?, ?, ?, ?)"
+            " IF NOT EXISTS",
+            (identity_hash, network, login, linked_at),
+        )
+        if result.applied:
+            return Claim(login=login, linked_at=linked_at, won=True)
+        row = result.one()
+        assert row is not None
+        return Claim(login=row["login"], linked_at=clock.utc(row["linked_at"]), won=False)
+
+    async def add_user_identity(self, login: str, identity: LinkedIdentity) -> None:
+        await self.db.execute(
+            "INSERT INTO user_identities (login, network, network_id, identity_hash, linked_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (login, identity.network, identity.network_id, identity.identity_hash, identity.linked_at),
+        )
+
+    async def identities_of(self, login: str) -> list[LinkedIdentity]:
+        rows = await self.db.execute_all(
+            "SELECT network, network_id, identity_hash, linked_at FROM user_identities WHERE login = ?",
+            (login,),
+        )
+        return [
+            LinkedIdentity(
+                network=r["network"],
+                network_id=r["network_id"],
+                identity_hash=bytes(r["identity_hash"]),
+                linked_at=clock.utc(r["linked_at"]),
+            )
+            for r in rows
+        ]
+
+    async def owners_of(self, hashes: Sequence[bytes]) -> dict[bytes, str]:
+        """Owners of the given identities: one ``IN`` read per 100, run concurrently."""
+        found: dict[bytes, str] = {}
+
+        def lookup(chunk: list[bytes]) -> Callable[[], Awaitable[None]]:
+            async def read() -> None:
+                result = await self.db.execute(
+                    "SELECT identity_hash, login FROM identity_owners WHERE identity_hash IN ?",
+                    (chunk,),
+                    fetch_size=OWNER_LOOKUP_CHUNK,
+                )
+                for row in result.rows:
+                    found[bytes(row["identity_hash"])] = row["login"]
+
+            return read
+
+        await self._each([lookup(chunk) for chunk in _chunks(hashes, OWNER_LOOKUP_CHUNK)])
+        return found
+
+    # -- the reverse index --------------------------------------------------
+
+    async def uploaders_of(self, identity_hash: bytes) -> list[str]:
+        """Every user with this identity in an address book (all pages of its partition)."""
+        rows = await self.db.execute_all(
+            "SELECT login FROM contact_index WHERE identity_hash = ?", (identity_hash,), fetch_size=1000
+        )
+        return [r["login"] for r in rows]
+
+    async def index(self, login: str, hashes: Iterable[bytes]) -> None:
+        """One single-partition write per identity (each is its own partition), bounded in flight."""
+        await self._each(
+            [
+                _call(self.db, "INSERT INTO contact_index (identity_hash, login) VALUES (?, ?)", (h, login))
+                for h in hashes
+            ]
+        )
+
+    async def unindex(self, login: str, hashes: Iterable[bytes]) -> None:
+        await self._each(
+            [
+                _call(self.db, "DELETE FROM contact_index WHERE identity_hash = ? AND login = ?", (h, login))
+                for h in hashes
+            ]
+        )
+
+    # -- address books ------------------------------------------------------
+
+    async def book(self, login: str, network: str) -> list[BookEntry]:
+        """The whole stored book of one network (at most 5000 rows and a few leftovers)."""
+        rows = await self.db.execute_all(
+            f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? AND network = ?",
+            (login, network),
+            fetch_size=5000,
+        )
+        return [BookEntry.from_row(r) for r in rows]
+
+    async def entry(self, login: str, network: str, identity_hash: bytes) -> BookEntry | None:
+        row = (
+            await self.db.execute(
+                f"SELECT {_BOOK_COLUMNS} FROM contact_books"
+                " WHERE login = ? AND network = ? AND identity_hash = ?",
+                (login, network, identity_hash),
+            )
+        ).one()
+        return BookEntry.from_row(row) if row else None
+
+    async def write_entries(self, login: str, entries: Sequence[BookEntry]) -> None:
+        """Rows of one user's book, in single-partition unlogged batches.
+
+        All rows of a batch share the partition, so Cassandra applies the batch as
+        one mutation, atomically and in isolation; a logged batch would only add
+        the batch log. An entry without an owner does not mention the owner
+        columns, so it never erases a discovery recorded concurrently by
+        ``linkIdentity``.
+        """
+        statements: list[tuple[str, Params]] = []
+        for e in entries:
+            if e.owner is None:
+                statements.append((_INSERT_ENTRY, (login, e.network, e.identity_hash, e.network_id, e.name)))
+            else:
+                statements.append(
+                    (
+                        _INSERT_DISCOVERED_ENTRY,
+                        (login, e.network, e.identity_hash, e.network_id, e.name, e.owner, e.discovered_at),
+                    )
+                )
+        await self._batches(statements)
+
+    async def remove_entries(self, login: str, network: str, hashes: Iterable[bytes]) -> None:
+        await self._batches([(_DELETE_ENTRY, (login, network, h)) for h in hashes])
+
+    async def _batches(self, statements: list[tuple[str, Params]]) -> None:
+        groups = [statements[i : i + BOOK_BATCH] for i in range(0, len(statements), BOOK_BATCH)]
+
+        def send(group: list[tuple[str, Params]]) -> Callable[[], Awaitable[object]]:
+            return lambda: self.db.batch(group, logged=False)
+
+        await self._each([send(g) for g in groups])
+
+    async def record_discovery(
+        self, login: str, network: str, identity_hash: bytes, owner: str, discovered_at: datetime
+    ) -> None:
+        await self.db.execute(
+            "UPDATE contact_books SET owner = ?, discovered_at = ?"
+            " WHERE login = ? AND network = ? AND identity_hash = ?",
+            (owner, discovered_at, login, network, identity_hash),
+        )
+
+    async def page(
+        self,
+        login: str,
+        *,
+        network: str | None,
+        after: tuple[str, bytes] | None,
+        limit: int,
+    ) -> tuple[list[BookEntry], bool]:
+        """``limit`` entries in (network, identity hash) order after ``after``, skipping
+        leftover rows; and whether more follow. Usually one read: the driver pages on
+        only when leftovers made the first page short."""
+        where = "login = ?"
+        params: list[object] = [login]
+        if network is not None:
+            where += " AND network = ?"
+            params.append(network)
+            if after is not None:
+                where += " AND identity_hash > ?"
+                params.append(after[1])
+        elif after is not None:
+            where += " AND (network, identity_hash) > (?, ?)"
+            params.extend(after)
+        cql = f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE {where}"
+        wanted = limit + 1
+        entries: list[BookEntry] = []
+        paging_state: bytes | None = None
+        while True:
+            result = await self.db.execute(cql, params, fetch_size=wanted, paging_state=paging_state)
+            entries.extend(e for e in map(BookEntry.from_row, result.rows) if not e.leftover)
+            paging_state = result.paging_state
+            if len(entries) >= wanted or paging_state is None:
+                break
+        return entries[:limit], len(entries) > limit
+
+    # -- upload leases ------------------------------------------------------
+
+    async def acquire_upload_lease(self, login: str, network: str) -> uuid.UUID | None:
+        """``IF NOT EXISTS ... USING TTL``: one upload per book at a time; None when taken.
+        The lease table is written only with lightweight transactions."""
+        upload_id = uuid.uuid4()
+        result = await self.db.execute(
+            "INSERT INTO contact_upload_leases (login, network, upload_id, started_at) VALUES (?, ?, ?, ?)"
+            " IF NOT EXISTS USING TTL ?",
+            (login, network, upload_id, clock.now(), UPLOAD_LEASE_SECONDS),
+        )
+        return upload_id if result.applied else None
+
+    async def release_upload_lease(self, login: str, network: str, upload_id: uuid.UUID) -> None:
+        """``IF upload_id = ours``: never releases a lease another upload took after ours expired."""
+        await self.db.execute(
+            "DELETE FROM contact_upload_leases WHERE login = ? AND network = ? IF upload_id = ?",
+            (login, network, upload_id),
+        )
+
+
+def _call(db: Database, cql: str, params: Params) -> Callable[[], Awaitable[object]]:
+    return lambda: db.execute(cql, params)

@@ -1,0 +1,107 @@
+"""Shared queries and helpers of the contacts tests."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from aiohttp import web
+from gql import GraphQLRequest
+
+from gateway.app import SERVICES
+from gateway.contacts.discovery import contacts_channel
+from gateway.contacts.identities import Identity, identity_hash
+from tests.client import Api
+
+LINK = """mutation($network: String!, $networkId: String!) {
+  linkIdentity(network: $network, networkId: $networkId) { network networkId linkedAt }
+}"""
+UPLOAD = """mutation($network: String!, $contacts: [ContactInput!]!) {
+  uploadContacts(network: $network, contacts: $contacts) {
+    contacts { network networkId name discoveredAt user { login } }
+    discovered { login }
+  }
+}"""
+CONTACTS = """query($first: Int, $after: String, $network: String) {
+  me { contacts(first: $first, after: $after, network: $network) {
+    edges { cursor node { network networkId name discoveredAt user { login firstname } } }
+    pageInfo { hasNextPage endCursor }
+  } }
+}"""
+IDENTITIES = "{ me { identities { network networkId linkedAt } } }"
+DISCOVERED = "subscription { contactDiscovered { network networkId name discoveredAt user { login } } }"
+
+
+def fresh_phone() -> str:
+    """A random UK mobile number, written with spaces: "+44 79 1234 5678"."""
+    digits = f"{uuid.uuid4().int % 10**8:08d}"
+    return f"+44 79 {digits[:4]} {digits[4:]}"
+
+
+def e164(phone: str) -> str:
+    return "+" + "".join(c for c in phone if c.isdigit())
+
+
+async def indexed_by(app: web.Application, network: str, network_id: str) -> list[str]:
+    """The logins the reverse index lists for an identity (read straight from Cassandra)."""
+    services = app[SERVICES]
+    digest = identity_hash(services.settings.contacts_identity_pepper.encode(), Identity(network, network_id))
+    rows = await services.db.execute_all("SELECT login FROM contact_index WHERE identity_hash = ?", (digest,))
+    return [r["login"] for r in rows]
+
+
+async def all_contacts(api: Api, token: str, network: str | None = None) -> list[dict[str, Any]]:
+    nodes: list[dict[str, Any]] = []
+    after = None
+    while True:
+        data = await api.ok(CONTACTS, {"first": 100, "after": after, "network": network}, token=token)
+        page = data["me"]["contacts"]
+        nodes.extend(edge["node"] for edge in page["edges"])
+        if not page["pageInfo"]["hasNextPage"]:
+            return nodes
+        after = page["pageInfo"]["endCursor"]
+
+
+@contextlib.asynccontextmanager
+async def discoveries(api: Api, app: web.Application, login: str, token: str) -> AsyncIterator[asyncio.Queue]:
+    """A live ``contactDiscovered`` subscription of ``login``; events land in the queue.
+
+    Yields only once the server has registered the subscription, so nothing the
+    test does afterwards can be published before it listens.
+    """
+    events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    pubsub = app[SERVICES].pubsub
+    channel = contacts_channel(login)
+    before = pubsub.subscriber_count(channel)  # type: ignore[attr-defined]
+    async with api.websocket(token) as session:
+
+        async def listen() -> None:
+            async for event in session.subscribe(GraphQLRequest(DISCOVERED)):
+                await events.put(event["contactDiscovered"])
+
+        task = asyncio.create_task(listen())
+        try:
+            for _ in range(500):
+                if pubsub.subscriber_count(channel) > before:  # type: ignore[attr-defined]
+                    break
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.01)
+            else:
+                raise AssertionError("the subscription never registered")
+            yield events
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def nothing_arrives(events: asyncio.Queue, seconds: float = 0.5) -> bool:
+    try:
+        await asyncio.wait_for(events.get(), timeout=seconds)
+    except TimeoutError:
+        return True
+    return False
