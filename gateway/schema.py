@@ -18,12 +18,13 @@ from gateway.graph.errors import ErrorCodes
 from gateway.graph.limits import query_limits_rule
 from gateway.graph.metrics import StatementMetrics
 from gateway.graph.scalars import SCALAR_OVERRIDES
+from gateway.mail.schema import MailMe, MailMutation
 from gateway.settings import Settings
 from gateway.users.schema import User, UserMutation, UserQuery, require_user
 
 
 @strawberry.type(description="The signed-in user's own view.")
-class Me:
+class Me(MailMe):
     login: strawberry.Private[str]
 
     @strawberry.field
@@ -40,7 +41,7 @@ class Query(UserQuery):
 
 
 @strawberry.type
-class Mutation(UserMutation):
+class Mutation(UserMutation, MailMutation):
     pass
 
 

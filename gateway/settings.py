@@ -76,6 +76,8 @@ class Settings:
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
     messenger_bucket: str = "month"
     room_bucket: str = "day"
+    # Mail folder partitions: "month", "day" or "<N>s" (never change it once mail is stored).
+    mail_bucket: str = "month"
     # Seed demo data on `gateway serve --seed`.
     seed: bool = False
 
@@ -113,6 +115,7 @@ class Settings:
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
+            mail_bucket=_env("MAIL_BUCKET", cls.mail_bucket),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
         )
 
