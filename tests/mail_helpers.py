@@ -57,7 +57,11 @@ async def send(
 
 
 async def send_files(
-    api: Api, sender: Account, to: list[str], files: list[tuple[str, bytes, str | None]], **kwargs: Any
+    api: Api,
+    sender: Account | None,
+    to: list[str],
+    files: list[tuple[str, bytes, str | None]],
+    subject: str = "With files",
 ) -> Any:
     """sendEmail as a multipart request with ``files`` = [(filename, content, content type)]."""
     uploads = [
@@ -65,10 +69,9 @@ async def send_files(
     ]
     return await api.call(
         SEND,
-        email_input(to, "With files", attachments=uploads),
-        token=sender.token,
+        email_input(to, subject, attachments=uploads),
+        token=sender.token if sender else None,
         upload_files=True,
-        **kwargs,
     )
 
 

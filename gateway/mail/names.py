@@ -6,13 +6,28 @@ import mimetypes
 import re
 import unicodedata
 from collections.abc import Iterable
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 MAX_FILENAME = 255
 FALLBACK_FILENAME = "attachment"
 OCTET_STREAM = "application/octet-stream"
 
 _CONTENT_TYPE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$")
+
+
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def decode_client_filename(raw: str) -> str:
+    """The name as the user saw it. Browsers send UTF-8 as is; aiohttp and some other
+    clients percent-encode ``filename=`` (``R%C3%A9sum%C3%A9.pdf``), so an ASCII
+    value with valid escapes is decoded (a literal ``%41`` in a name is lost that way)."""
+    if raw.isascii() and _PERCENT_ESCAPE.search(raw):
+        try:
+            return unquote(raw, errors="strict")
+        except UnicodeDecodeError:
+            return raw
+    return raw
 
 
 def sanitize_filename(raw: str | None) -> str:

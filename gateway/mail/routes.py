@@ -107,9 +107,10 @@ async def download(request: web.Request) -> web.StreamResponse:
     sent = 0
     async with contextlib.aclosing(chunks):
         try:
-            async for data in chunks:
-                await response.write(data)
-                sent += len(data)
+            async for parts in chunks:
+                for data in parts:
+                    await response.write(data)
+                    sent += len(data)
         except (CassandraUnavailable, LookupError) as exc:
             # The status line is gone already; closing short of Content-Length tells the client.
             log.error("download of %s/%s broke after %d bytes: %s", email_id, attachment.filename, sent, exc)

@@ -34,7 +34,7 @@ from cross_web.request._base import FormData
 
 from gateway.graph.context import bearer_token
 from gateway.mail.attachments import MAX_ATTACHMENT_BYTES, AttachmentStore, TooLarge
-from gateway.mail.names import content_type_of, sanitize_filename
+from gateway.mail.names import content_type_of, decode_client_filename, sanitize_filename
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class StreamingUploadAdapter(AiohttpHTTPRequestAdapter):
             if part.filename is None:
                 form[part.name] = await _read_text(part)
                 continue
-            filename = sanitize_filename(part.filename)
+            filename = sanitize_filename(decode_client_filename(part.filename))
             if refusal is None and len(staged) >= MAX_FILES:
                 refusal = f"At most {MAX_FILES} files per request."
             if refusal is not None:
