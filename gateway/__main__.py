@@ -1,4 +1,4 @@
-"""Command line: ``gateway serve | cassandra start|stop|status | migrate | schema | seed``."""
+"""Command line: ``gateway serve | cassandra start|stop|status | migrate | schema | seed | mail-recount``."""
 
 from __future__ import annotations
 
@@ -100,6 +100,16 @@ def cmd_seed(settings: Settings) -> int:
     return 0
 
 
+def cmd_mail_recount(settings: Settings, login: str) -> int:
+    from gateway.mail.recount import recount
+
+    db, _ = _connected(settings)
+    try:
+        return asyncio.run(recount(db, settings, login))
+    finally:
+        db.shutdown()
+
+
 def cmd_schema(settings: Settings) -> int:
     from gateway.schema import build_schema
 
@@ -117,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("migrate", help="apply pending cql/ migrations")
     sub.add_parser("seed", help="load demo data")
     sub.add_parser("schema", help="print the GraphQL SDL")
+    recount = sub.add_parser("mail-recount", help="rebuild a user's unread mail counters from the folders")
+    recount.add_argument("login")
     args = parser.parse_args(argv)
 
     settings = Settings.from_env()
@@ -138,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_migrate(settings)
         if args.command == "seed":
             return cmd_seed(settings)
+        if args.command == "mail-recount":
+            return cmd_mail_recount(settings, args.login)
         return cmd_schema(settings)
     except (LocalNodeError, CassandraUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)

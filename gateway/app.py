@@ -16,6 +16,7 @@ from gateway.db.session import CassandraUnavailable, Database
 from gateway.graph.context import Context, Services
 from gateway.graph.pubsub import InProcessPubSub, PubSub
 from gateway.graphiql import add_static_routes, render_graphiql
+from gateway.mail import routes as mail_routes
 from gateway.schema import build_schema
 from gateway.settings import Settings
 from gateway.users.store import SessionStore
@@ -127,6 +128,7 @@ def create_app(
         connection_init_wait_timeout=timedelta(seconds=10),
     )
     app.router.add_route("*", "/graphql", view)
+    mail_routes.install(app)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     add_static_routes(app)

@@ -20,6 +20,7 @@ from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.limits import query_limits_rule
 from gateway.graph.metrics import StatementMetrics
 from gateway.graph.scalars import SCALAR_OVERRIDES
+from gateway.mail.schema import MailMe, MailMutation
 from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSubscription
 from gateway.settings import Settings
 from gateway.users.schema import User, UserMutation, UserQuery, require_user
@@ -35,7 +36,7 @@ class MeUser:
 
 
 @strawberry.type(description="The signed-in user's own view.")
-class Me(MeUser, MessengerMe, ContactsMe):
+class Me(MeUser, MessengerMe, MailMe, ContactsMe):
     pass
 
 
@@ -48,7 +49,7 @@ class Query(UserQuery, BlogQuery):
 
 
 @strawberry.type
-class Mutation(UserMutation, BlogMutation, MessengerMutation, ContactsMutation):
+class Mutation(UserMutation, BlogMutation, MessengerMutation, MailMutation, ContactsMutation):
     pass
 
 

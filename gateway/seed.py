@@ -8,6 +8,7 @@ from gateway.blog.seed import seed_blog
 from gateway.contacts.seed import seed_contacts
 from gateway.db.session import Database
 from gateway.messenger.seed import seed_messenger
+from gateway.mail.seed import seed_mail
 from gateway.settings import Settings
 from gateway.users.seed import seed_users
 
@@ -22,3 +23,4 @@ async def seed_demo(db: Database, settings: Settings) -> None:
     messages = await seed_messenger(db, settings)
     log.info("demo direct messages sent: %d", messages)
     log.info("demo identities linked: %s", ", ".join(await seed_contacts(db, settings)))
+    log.info("demo emails sent: %d", await seed_mail(db, settings))

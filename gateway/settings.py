@@ -84,6 +84,8 @@ class Settings:
     contacts_identity_pepper: str = "insecure-development-pepper"
     contacts_default_country_code: str = ""
     contacts_max_in_flight: int = 64
+    # Mail folder partitions: "month", "day" or "<N>s" (never change it once mail is stored).
+    mail_bucket: str = "month"
     # Seed demo data on `gateway serve --seed`.
     seed: bool = False
 
@@ -128,6 +130,7 @@ class Settings:
                 "CONTACTS_DEFAULT_COUNTRY_CODE", cls.contacts_default_country_code
             ),
             contacts_max_in_flight=_env_int("CONTACTS_MAX_IN_FLIGHT", cls.contacts_max_in_flight),
+            mail_bucket=_env("MAIL_BUCKET", cls.mail_bucket),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
         )
 

@@ -1,0 +1,86 @@
+"""Counter drift after failed writes, healed by ``gateway mail-recount <login>``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+
+from aiohttp import web
+
+from gateway.app import SERVICES
+from gateway.mail.records import now_micros
+from gateway.settings import Settings
+from tests.client import Api
+from tests.mail_helpers import CREATE_FOLDER, EMAIL, FOLDER, MOVE, send, unread_counts
+
+
+async def _recount(settings: Settings, login: str) -> tuple[int, str]:
+    env = {
+        **os.environ,
+        "CASSANDRA_KEYSPACE": settings.keyspace,
+        "CASSANDRA_CONTACT_POINTS": ",".join(settings.contact_points) or "127.0.0.1",
+        "CASSANDRA_PORT": str(settings.cassandra_port),
+        "CASSANDRA_REPLICATION": settings.replication,
+        "GATEWAY_LOG_LEVEL": "WARNING",
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway",
+        "mail-recount",
+        login,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=120)
+    return process.returncode or 0, out.decode()
+
+
+async def test_recount_heals_counters_and_listings_after_lost_writes(
+    api: Api, app: web.Application, base_settings: Settings
+) -> None:
+    alice, bob = await api.sign_up("rca"), await api.sign_up("rcb")
+    await api.ok(CREATE_FOLDER, {"label": "work"}, token=bob.token)
+    emails = [await send(api, alice, [bob.login], f"n{i}") for i in range(4)]
+    await api.ok(MOVE, {"id": emails[0]["id"], "from": "inbox", "to": "work"}, token=bob.token)
+    assert await unread_counts(api, bob) == {"inbox": 3, "sent": 0, "work": 1}
+
+    db = app[SERVICES].db
+    # Lost counter writes: the inbox counter ran ahead, the work counter fell behind.
+    await db.execute(
+        "UPDATE unread_email_stats SET unread = unread + 4 WHERE username = ? AND label = ?",
+        (bob.login, "inbox"),
+    )
+    await db.execute(
+        "UPDATE unread_email_stats SET unread = unread - 2 WHERE username = ? AND label = ?",
+        (bob.login, "work"),
+    )
+    # A mark-read whose lightweight transaction applied but whose listing and
+    # counter writes never happened (the gateway died right after the LWT).
+    applied = await db.execute(
+        "INSERT INTO email_placements (username, email_id, label, read, changed_at) VALUES (?, ?, ?, ?, ?)"
+        " IF NOT EXISTS",
+        (bob.login, uuid.UUID(emails[1]["id"]), "inbox", True, now_micros()),
+    )
+    assert applied.applied
+    assert await unread_counts(api, bob) == {"inbox": 7, "sent": 0, "work": 0}
+
+    code, output = await _recount(base_settings, bob.login)
+    assert code == 0, output
+    assert f"{bob.login} inbox: 2 unread  (was 7)" in output
+    assert f"{bob.login} work: 1 unread  (was -1)" in output
+    assert await unread_counts(api, bob) == {"inbox": 2, "sent": 0, "work": 1}
+    inbox = await api.ok(FOLDER, {"label": "inbox"}, token=bob.token)
+    flags = {e["node"]["id"]: e["node"]["read"] for e in inbox["me"]["folder"]["emails"]["edges"]}
+    assert flags == {emails[1]["id"]: True, emails[2]["id"]: False, emails[3]["id"]: False}
+    assert (await api.ok(EMAIL, {"id": emails[1]["id"]}, token=bob.token))["me"]["email"]["read"] is True
+
+    # Running it again changes nothing; an unknown login is an error.
+    code, output = await _recount(base_settings, bob.login)
+    assert code == 0 and "was" not in output, output
+    assert await unread_counts(api, bob) == {"inbox": 2, "sent": 0, "work": 1}
+    code, output = await _recount(base_settings, "nobody-at-all")
+    assert code == 2 and "no user" in output
