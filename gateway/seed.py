@@ -7,8 +7,8 @@ import logging
 from gateway.blog.seed import seed_blog
 from gateway.contacts.seed import seed_contacts
 from gateway.db.session import Database
-from gateway.messenger.seed import seed_messenger
 from gateway.mail.seed import seed_mail
+from gateway.messenger.seed import seed_messenger
 from gateway.settings import Settings
 from gateway.users.seed import seed_users
 
