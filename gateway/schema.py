@@ -18,6 +18,7 @@ from gateway.graph.errors import ErrorCodes
 from gateway.graph.limits import query_limits_rule
 from gateway.graph.metrics import StatementMetrics
 from gateway.graph.scalars import SCALAR_OVERRIDES
+from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription
 from gateway.settings import Settings
 from gateway.users.schema import User, UserMutation, UserQuery, require_user
 
@@ -32,7 +33,7 @@ class Me:
 
 
 @strawberry.type
-class Query(UserQuery):
+class Query(UserQuery, RoomQuery):
     @strawberry.field(description="The signed-in user's view; null when not signed in.")
     async def me(self, info: Info) -> Me | None:
         login = await context_of(info).viewer()
@@ -40,11 +41,16 @@ class Query(UserQuery):
 
 
 @strawberry.type
-class Mutation(UserMutation):
+class Mutation(UserMutation, RoomMutation):
     pass
 
 
-SUBSCRIPTION: type | None = None
+@strawberry.type
+class Subscription(RoomSubscription):
+    pass
+
+
+SUBSCRIPTION: type | None = Subscription
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
