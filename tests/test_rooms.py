@@ -159,7 +159,8 @@ async def test_only_the_creator_deletes_and_everything_goes(api: Api, app) -> No
     for account in (alice, bob, carol):
         rows = await db.execute("SELECT room_name FROM rooms_by_user WHERE login = ?", (account.login,))
         assert rows.rows == []
-    assert (await db.execute("SELECT bucket FROM room_message_buckets WHERE room_id = ?", (room_id,))).rows == []
+    buckets = await db.execute("SELECT bucket FROM room_message_buckets WHERE room_id = ?", (room_id,))
+    assert buckets.rows == []
     assert (await db.execute("SELECT * FROM rooms WHERE name = ?", (name,))).rows == []
 
     # A new room of the same name starts with a clean history.
@@ -275,7 +276,8 @@ async def test_limits_are_inclusive(api: Api) -> None:
     assert (await api.ok(ROOM, {"n": name.lower()}))["room"] is None  # names are case-sensitive
     message = await post(api, alice, name, "y" * 4000)
     assert len(message["content"]) == 4000
-    assert (await api.ok(CREATE, {"n": room_name(), "b": "   "}, token=alice.token))["createRoom"]["banner"] is None
+    blank = await api.ok(CREATE, {"n": room_name(), "b": "   "}, token=alice.token)
+    assert blank["createRoom"]["banner"] is None
     await api.ok(DELETE, {"n": name}, token=alice.token)
 
 
