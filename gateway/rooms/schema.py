@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import AsyncGenerator
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
@@ -12,6 +14,7 @@ from strawberry.types import Info
 from gateway.graph.context import Context, context_of
 from gateway.graph.errors import BadUserInput, Forbidden, NotFound
 from gateway.graph.pagination import (
+    MAX_PAGE_SIZE,
     Connection,
     decode_cursor,
     decode_position,
@@ -24,14 +27,8 @@ from gateway.rooms.actions import RoomActions
 from gateway.rooms.events import RoomEvent, room_channel
 from gateway.rooms.history import RoomHistory, RoomMessageRecord
 from gateway.rooms.loaders import room_loader
-from gateway.rooms.store import (
-    InvalidPagingState,
-    RoomRecord,
-    RoomStore,
-    ScanPosition,
-    decode_paging_state,
-    encode_paging_state,
-)
+from gateway.rooms.paging_state import InvalidPagingState, checked_paging_state
+from gateway.rooms.store import SCAN_DRIFT, RoomRecord, RoomStore, ScanPosition
 
 if TYPE_CHECKING:
     from gateway.users.schema import User
@@ -40,6 +37,9 @@ LazyUser = Annotated["User", strawberry.lazy("gateway.users.schema")]
 
 ROOMS_PAGE = 20
 MESSAGES_PAGE = 50
+#: The largest offset a ``rooms`` cursor can legitimately carry (a page start plus
+#: drift plus a page); larger ones are forged and would only make the scan long.
+MAX_SCAN_OFFSET = 2 * MAX_PAGE_SIZE + SCAN_DRIFT
 
 
 def actions(context: Context) -> RoomActions:
@@ -131,8 +131,10 @@ class RoomMessage:
 
 
 def _scan_cursor(position: ScanPosition) -> str:
-    state = encode_paging_state(position.paging_state) if position.paging_state is not None else None
-    return encode_cursor({"p": state, "o": position.offset, "n": position.name})
+    """The paging state (base64), and for a room inside a page its offset and name."""
+    state = position.paging_state
+    encoded = base64.urlsafe_b64encode(state).decode().rstrip("=") if state is not None else None
+    return encode_cursor({"p": encoded, "o": position.offset, "n": position.name})
 
 
 def _decode_scan_cursor(cursor: str | None) -> ScanPosition | None:
@@ -143,15 +145,17 @@ def _decode_scan_cursor(cursor: str | None) -> ScanPosition | None:
     if (
         not isinstance(offset, int)
         or isinstance(offset, bool)
-        or not 0 <= offset <= 10_000
+        or not 0 <= offset <= MAX_SCAN_OFFSET
         or not (state is None or isinstance(state, str))
         or not (name is None or isinstance(name, str))
     ):
         raise BadUserInput("after", "Invalid cursor.")
     try:
-        return ScanPosition(decode_paging_state(state) if state else None, offset, name)
-    except InvalidPagingState as exc:
+        raw = base64.urlsafe_b64decode(state + "=" * (-len(state) % 4)) if state else None
+        paging_state = checked_paging_state(raw, rules.ROOM_NAME) if raw is not None else None
+    except (binascii.Error, InvalidPagingState) as exc:
         raise BadUserInput("after", "Invalid cursor.") from exc
+    return ScanPosition(paging_state, offset, name)
 
 
 @strawberry.type

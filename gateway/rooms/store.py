@@ -24,8 +24,6 @@ two on one row).
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import random
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -38,6 +36,7 @@ from cassandra.protocol import ProtocolException
 
 from gateway.db import clock
 from gateway.db.session import CassandraUnavailable, Database, Row
+from gateway.rooms.paging_state import InvalidPagingState
 from gateway.settings import Settings
 
 T = TypeVar("T")
@@ -56,10 +55,6 @@ IDEMPOTENT_LWT_BACKOFF = 0.05
 SCAN_DRIFT = 200
 
 _ROOM_COLUMNS = "name, id, creator_login, created_at, banner, participants"
-
-
-class InvalidPagingState(ValueError):
-    """A cursor that does not hold a paging state Cassandra accepts."""
 
 
 @dataclass(frozen=True)
@@ -143,17 +138,6 @@ async def retry_unknown_outcome(attempt: Callable[[], Awaitable[T]]) -> T:
         await asyncio.sleep(random.uniform(delay / 2, delay))
         delay *= 2
     raise AssertionError("unreachable")
-
-
-def encode_paging_state(state: bytes) -> str:
-    return base64.urlsafe_b64encode(state).decode().rstrip("=")
-
-
-def decode_paging_state(text: str) -> bytes:
-    try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidPagingState("not a paging state") from exc
 
 
 class RoomStore:
