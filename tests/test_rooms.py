@@ -133,6 +133,21 @@ async def test_joining_twice_is_harmless(api: Api) -> None:
     assert (await join(api, alice, name))["participantCount"] == 2
 
 
+async def test_the_creator_may_leave_and_still_delete_the_empty_room(api: Api) -> None:
+    alice = await api.sign_up("alice")
+    name = await create_room(api, alice)
+    assert (await api.ok(LEAVE, {"n": name}, token=alice.token))["leaveRoom"] is True
+    room = (await api.ok(ROOM, {"n": name}))["room"]
+    assert room["participantCount"] == 0
+    assert room["creator"] == {"login": alice.login}
+    assert await user_rooms(api, alice.login) == []
+    error = await api.error(POST, {"r": name, "c": "still here?"}, token=alice.token)
+    assert error["extensions"]["code"] == "FORBIDDEN"
+    # An empty participants set is null in Cassandra; the delete's condition still matches it.
+    assert (await api.ok(DELETE, {"n": name}, token=alice.token))["deleteRoom"] is True
+    assert (await api.ok(ROOM, {"n": name}))["room"] is None
+
+
 async def test_only_the_creator_deletes_and_everything_goes(api: Api, app) -> None:  # type: ignore[no-untyped-def]
     from gateway.app import SERVICES
 
@@ -143,7 +158,11 @@ async def test_only_the_creator_deletes_and_everything_goes(api: Api, app) -> No
     await join(api, bob, name)
     await join(api, carol, name)
     await post(api, bob, name, "soon gone")
-    room_id = (await app[SERVICES].db.execute("SELECT id FROM rooms WHERE name = ?", (name,))).one()["id"]
+    db = app[SERVICES].db
+    room_id = (await db.execute("SELECT id FROM rooms WHERE name = ?", (name,))).one()["id"]
+    index = await db.execute("SELECT bucket FROM room_message_buckets WHERE room_id = ?", (room_id,))
+    buckets = [row["bucket"] for row in index.rows]
+    assert buckets
 
     for outsider in (bob, carol):
         error = await api.error(DELETE, {"n": name}, token=outsider.token)
@@ -154,13 +173,17 @@ async def test_only_the_creator_deletes_and_everything_goes(api: Api, app) -> No
     assert (await api.ok(ROOM, {"n": name}))["room"] is None
     for account in (alice, bob, carol):
         assert await user_rooms(api, account.login) == []
-    db = app[SERVICES].db
     # The rows are gone, not just hidden: no membership, no history, no bucket index.
     for account in (alice, bob, carol):
         rows = await db.execute("SELECT room_name FROM rooms_by_user WHERE login = ?", (account.login,))
         assert rows.rows == []
-    buckets = await db.execute("SELECT bucket FROM room_message_buckets WHERE room_id = ?", (room_id,))
-    assert buckets.rows == []
+    index = await db.execute("SELECT bucket FROM room_message_buckets WHERE room_id = ?", (room_id,))
+    assert index.rows == []
+    for bucket in buckets:
+        messages = await db.execute(
+            "SELECT message_id FROM room_messages WHERE room_id = ? AND bucket = ?", (room_id, bucket)
+        )
+        assert messages.rows == []
     assert (await db.execute("SELECT * FROM rooms WHERE name = ?", (name,))).rows == []
 
     # A new room of the same name starts with a clean history.
