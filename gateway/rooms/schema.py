@@ -28,6 +28,7 @@ from gateway.rooms.events import RoomEvent, room_channel
 from gateway.rooms.history import RoomHistory, RoomMessageRecord
 from gateway.rooms.loaders import room_loader
 from gateway.rooms.paging_state import InvalidPagingState, checked_paging_state
+from gateway.rooms.prefetch import selects, users_by_login
 from gateway.rooms.store import SCAN_DRIFT, RoomRecord, RoomStore, ScanPosition
 
 if TYPE_CHECKING:
@@ -55,22 +56,52 @@ class Room:
     banner: str | None
     created_at: datetime
     _record: strawberry.Private[RoomRecord]
+    #: Users prefetched by a list resolver (see ``gateway.rooms.prefetch``); None: not prefetched.
+    _users: strawberry.Private[dict[str, User] | None] = None
 
     @classmethod
-    def of(cls, record: RoomRecord) -> Room:
-        return cls(name=record.name, banner=record.banner, created_at=record.created_at, _record=record)
+    def of(cls, record: RoomRecord, users: dict[str, User] | None = None) -> Room:
+        return cls(
+            name=record.name,
+            banner=record.banner,
+            created_at=record.created_at,
+            _record=record,
+            _users=users,
+        )
+
+    @classmethod
+    async def list_of(cls, info: Info, records: list[RoomRecord]) -> list[Room]:
+        """Rooms of a list, with the creators and participants the query selects
+        loaded in one batch for the whole list."""
+        logins: set[str] = set()
+        if selects(info, "creator"):
+            logins.update(r.creator_login for r in records)
+        if selects(info, "participants"):
+            logins.update(login for r in records for login in r.participants)
+        users = await users_by_login(info, logins) if logins else None
+        return [cls.of(record, users) for record in records]
+
+    # The user fields below are plain resolvers that return either the prefetched
+    # value or an awaitable (which graphql-core awaits): a list resolved from
+    # prefetched users then needs no awaitable per item.
 
     @strawberry.field
-    async def creator(self, info: Info) -> LazyUser:
+    def creator(self, info: Info) -> LazyUser:
         from gateway.users.schema import require_user
 
-        return await require_user(info, self._record.creator_login)
+        login = self._record.creator_login
+        if self._users is not None and login in self._users:
+            return self._users[login]
+        return require_user(info, login)  # type: ignore[return-value]
 
     @strawberry.field(description="Ordered by login.")
-    async def participants(self, info: Info) -> list[LazyUser]:
+    def participants(self, info: Info) -> list[LazyUser]:
         from gateway.users.schema import load_users
 
-        return await load_users(info, sorted(self._record.participants))
+        logins = sorted(self._record.participants)
+        if self._users is not None and all(login in self._users for login in logins):
+            return [self._users[login] for login in logins]
+        return load_users(info, logins)  # type: ignore[return-value]
 
     @strawberry.field
     def participant_count(self) -> int:
@@ -92,8 +123,14 @@ class Room:
         page = await context.store(RoomHistory).page(
             self.name, self._record.id, first=size, after=position
         )
+        authors = None
+        if selects(info, "author"):
+            authors = await users_by_login(info, (m.author_login for _, m in page.items if m.author_login))
         return Connection.of(
-            [(position_cursor(pos), RoomMessage.of(message, self._record)) for pos, message in page.items],
+            [
+                (position_cursor(pos), RoomMessage.of(message, self._record, authors))
+                for pos, message in page.items
+            ],
             page.has_next,
         )
 
@@ -106,9 +143,13 @@ class RoomMessage:
     posted_at: datetime
     _author_login: strawberry.Private[str | None]
     _room: strawberry.Private[RoomRecord]
+    #: Authors prefetched by the page resolver; None: not prefetched.
+    _authors: strawberry.Private[dict[str, User] | None] = None
 
     @classmethod
-    def of(cls, record: RoomMessageRecord, room: RoomRecord) -> RoomMessage:
+    def of(
+        cls, record: RoomMessageRecord, room: RoomRecord, authors: dict[str, User] | None = None
+    ) -> RoomMessage:
         return cls(
             id=strawberry.ID(str(record.id)),
             content=record.content,
@@ -116,6 +157,7 @@ class RoomMessage:
             posted_at=record.posted_at,
             _author_login=record.author_login,
             _room=room,
+            _authors=authors,
         )
 
     @strawberry.field(description="The room as it stood when the message was read or delivered.")
@@ -123,12 +165,15 @@ class RoomMessage:
         return Room.of(self._room)
 
     @strawberry.field(description="Null for system messages.")
-    async def author(self, info: Info) -> LazyUser | None:
+    def author(self, info: Info) -> LazyUser | None:
         from gateway.users.schema import load_user
 
-        if self._author_login is None:
+        login = self._author_login
+        if login is None:
             return None
-        return await load_user(info, self._author_login)
+        if self._authors is not None and login in self._authors:
+            return self._authors[login]
+        return load_user(info, login)  # type: ignore[return-value]  # awaited by graphql-core
 
 
 def _scan_cursor(position: ScanPosition) -> str:
@@ -185,9 +230,10 @@ class RoomQuery:
             page = await context_of(info).store(RoomStore).scan(size, start)
         except InvalidPagingState as exc:
             raise BadUserInput("after", "Invalid cursor.") from exc
+        found = [(pos, record) for pos, record in page.rooms if record is not None]
+        rooms = await Room.list_of(info, [record for _, record in found])
         return Connection.of(
-            [(_scan_cursor(pos), Room.of(record)) for pos, record in page.rooms if record is not None],
-            page.has_next,
+            [(_scan_cursor(pos), room) for (pos, _), room in zip(found, rooms, strict=True)], page.has_next
         )
 
 

@@ -10,7 +10,7 @@ from strawberry.types import Info
 
 from gateway.graph.context import context_of
 from gateway.rooms.loaders import room_loader
-from gateway.rooms.store import RoomStore
+from gateway.rooms.store import RoomRecord, RoomStore
 
 if TYPE_CHECKING:
     from gateway.rooms.schema import Room
@@ -33,11 +33,11 @@ class UserRooms:
         store = context.store(RoomStore)
         memberships = await store.memberships(self.login)
         records = await context.loader(room_loader).load_many([m.room_name for m in memberships])
-        rooms: list[Room] = []
+        current: list[RoomRecord] = []
         for membership, record in zip(memberships, records, strict=True):
             if record is not None and self.login in record.participants:
-                rooms.append(Room.of(record))
+                current.append(record)
             else:
                 # Left behind by a deletion (or a leave) that a reader saw half done.
                 await store.forget_stale_membership(self.login, membership)
-        return rooms
+        return await Room.list_of(info, current)
