@@ -22,6 +22,7 @@ from gateway.graph.metrics import StatementMetrics
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.mail.schema import MailMe, MailMutation
 from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSubscription
+from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription
 from gateway.settings import Settings
 from gateway.users.schema import User, UserMutation, UserQuery, require_user
 
@@ -41,7 +42,7 @@ class Me(MeUser, MessengerMe, MailMe, ContactsMe):
 
 
 @strawberry.type
-class Query(UserQuery, BlogQuery):
+class Query(UserQuery, RoomQuery, BlogQuery):
     @strawberry.field(description="The signed-in user's view; null when not signed in.")
     async def me(self, info: Info) -> Me | None:
         login = await context_of(info).viewer()
@@ -49,12 +50,12 @@ class Query(UserQuery, BlogQuery):
 
 
 @strawberry.type
-class Mutation(UserMutation, BlogMutation, MessengerMutation, MailMutation, ContactsMutation):
+class Mutation(UserMutation, MessengerMutation, RoomMutation, BlogMutation, MailMutation, ContactsMutation):
     pass
 
 
 @strawberry.type
-class Subscription(MessengerSubscription, ContactsSubscription):
+class Subscription(MessengerSubscription, RoomSubscription, ContactsSubscription):
     pass
 
 

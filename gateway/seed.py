@@ -9,6 +9,7 @@ from gateway.contacts.seed import seed_contacts
 from gateway.db.session import Database
 from gateway.mail.seed import seed_mail
 from gateway.messenger.seed import seed_messenger
+from gateway.rooms.seed import seed_rooms
 from gateway.settings import Settings
 from gateway.users.seed import seed_users
 
@@ -24,3 +25,5 @@ async def seed_demo(db: Database, settings: Settings) -> None:
     log.info("demo direct messages sent: %d", messages)
     log.info("demo identities linked: %s", ", ".join(await seed_contacts(db, settings)))
     log.info("demo emails sent: %d", await seed_mail(db, settings))
+    rooms = await seed_rooms(db, settings)
+    log.info("demo rooms created: %s", ", ".join(rooms) or "none (already there)")

@@ -13,6 +13,7 @@ from gateway.db import clock
 from gateway.graph import validation
 from gateway.graph.context import context_of
 from gateway.graph.errors import BadUserInput, Conflict, NotFound, Unauthenticated
+from gateway.rooms.user_fields import UserRooms
 from gateway.users.loaders import user_loader
 from gateway.users.passwords import hash_password, verify_password
 from gateway.users.store import SessionStore, UserRecord, UserStore
@@ -25,7 +26,7 @@ WRONG_CREDENTIALS = "Wrong login or password."
 
 
 @strawberry.type(description="A registered user.")
-class User(BlogUserFields):
+class User(UserRooms, BlogUserFields):
     login: str
     firstname: str
     lastname: str

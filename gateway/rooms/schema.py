@@ -1,0 +1,305 @@
+"""Chat rooms: types, queries, mutations and the live room subscription."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import AsyncGenerator
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from gateway.graph.context import Context, context_of
+from gateway.graph.errors import BadUserInput, Forbidden, NotFound
+from gateway.graph.pagination import (
+    MAX_PAGE_SIZE,
+    Connection,
+    decode_cursor,
+    decode_position,
+    encode_cursor,
+    page_size,
+    position_cursor,
+)
+from gateway.rooms import rules
+from gateway.rooms.actions import RoomActions
+from gateway.rooms.events import RoomEvent, room_channel
+from gateway.rooms.history import RoomHistory, RoomMessageRecord
+from gateway.rooms.loaders import room_loader
+from gateway.rooms.paging_state import InvalidPagingState, checked_paging_state
+from gateway.rooms.prefetch import selects, users_by_login
+from gateway.rooms.store import SCAN_DRIFT, RoomRecord, RoomStore, ScanPosition
+
+if TYPE_CHECKING:
+    from gateway.users.schema import User
+
+LazyUser = Annotated["User", strawberry.lazy("gateway.users.schema")]
+
+ROOMS_PAGE = 20
+MESSAGES_PAGE = 50
+#: The largest offset a ``rooms`` cursor is accepted with. Real ones stay within a
+#: few pages plus drift from their paging state; far larger ones are forged and
+#: would only make the scan read (and skip) more rows.
+MAX_SCAN_OFFSET = 10 * MAX_PAGE_SIZE + SCAN_DRIFT
+
+
+def actions(context: Context) -> RoomActions:
+    return RoomActions(
+        context.db, context.store(RoomStore), context.store(RoomHistory), context.pubsub
+    )
+
+
+@strawberry.type(description="A chat room. Anyone may see rooms and who is in them.")
+class Room:
+    name: str
+    banner: str | None
+    created_at: datetime
+    _record: strawberry.Private[RoomRecord]
+    #: Users prefetched by a list resolver (see ``gateway.rooms.prefetch``); None: not prefetched.
+    _users: strawberry.Private[dict[str, User] | None] = None
+
+    @classmethod
+    def of(cls, record: RoomRecord, users: dict[str, User] | None = None) -> Room:
+        return cls(
+            name=record.name,
+            banner=record.banner,
+            created_at=record.created_at,
+            _record=record,
+            _users=users,
+        )
+
+    @classmethod
+    async def list_of(cls, info: Info, records: list[RoomRecord]) -> list[Room]:
+        """Rooms of a list, with the creators and participants the query selects
+        loaded in one batch for the whole list."""
+        logins: set[str] = set()
+        if selects(info, "creator"):
+            logins.update(r.creator_login for r in records)
+        if selects(info, "participants"):
+            logins.update(login for r in records for login in r.participants)
+        users = await users_by_login(info, logins) if logins else None
+        return [cls.of(record, users) for record in records]
+
+    # The user fields below are plain resolvers that return either the prefetched
+    # value or an awaitable (which graphql-core awaits): a list resolved from
+    # prefetched users then needs no awaitable per item.
+
+    @strawberry.field
+    def creator(self, info: Info) -> LazyUser:
+        from gateway.users.schema import require_user
+
+        login = self._record.creator_login
+        if self._users is not None and login in self._users:
+            return self._users[login]
+        return require_user(info, login)  # type: ignore[return-value]
+
+    @strawberry.field(description="Ordered by login.")
+    def participants(self, info: Info) -> list[LazyUser]:
+        from gateway.users.schema import load_users
+
+        logins = sorted(self._record.participants)
+        if self._users is not None and all(login in self._users for login in logins):
+            return [self._users[login] for login in logins]
+        return load_users(info, logins)  # type: ignore[return-value]
+
+    @strawberry.field
+    def participant_count(self) -> int:
+        return len(self._record.participants)
+
+    @strawberry.field(
+        description="Newest first. Participants only: FORBIDDEN for others, UNAUTHENTICATED when "
+        "signed out. Includes system messages (joins, leaves)."
+    )
+    async def messages(
+        self, info: Info, first: int | None = MESSAGES_PAGE, after: str | None = None
+    ) -> Connection[RoomMessage]:
+        context = context_of(info)
+        size = page_size(info, first, MESSAGES_PAGE)
+        position = decode_position(after)
+        viewer = await context.require_viewer()
+        if viewer not in self._record.participants:
+            raise Forbidden(f"Join '{self.name}' to read its messages.")
+        page = await context.store(RoomHistory).page(
+            self.name, self._record.id, first=size, after=position
+        )
+        authors = None
+        if selects(info, "author"):
+            authors = await users_by_login(info, (m.author_login for _, m in page.items if m.author_login))
+        return Connection.of(
+            [
+                (position_cursor(pos), RoomMessage.of(message, self._record, authors))
+                for pos, message in page.items
+            ],
+            page.has_next,
+        )
+
+
+@strawberry.type(description="A message in a room; system messages (joins, leaves) have no author.")
+class RoomMessage:
+    id: strawberry.ID
+    content: str
+    system_message: bool
+    posted_at: datetime
+    _author_login: strawberry.Private[str | None]
+    _room: strawberry.Private[RoomRecord]
+    #: Authors prefetched by the page resolver; None: not prefetched.
+    _authors: strawberry.Private[dict[str, User] | None] = None
+
+    @classmethod
+    def of(
+        cls, record: RoomMessageRecord, room: RoomRecord, authors: dict[str, User] | None = None
+    ) -> RoomMessage:
+        return cls(
+            id=strawberry.ID(str(record.id)),
+            content=record.content,
+            system_message=record.system_message,
+            posted_at=record.posted_at,
+            _author_login=record.author_login,
+            _room=room,
+            _authors=authors,
+        )
+
+    @strawberry.field(description="The room as it stood when the message was read or delivered.")
+    def room(self) -> Room:
+        return Room.of(self._room)
+
+    @strawberry.field(description="Null for system messages.")
+    def author(self, info: Info) -> LazyUser | None:
+        from gateway.users.schema import load_user
+
+        login = self._author_login
+        if login is None:
+            return None
+        if self._authors is not None and login in self._authors:
+            return self._authors[login]
+        return load_user(info, login)  # type: ignore[return-value]  # awaited by graphql-core
+
+
+def _scan_cursor(position: ScanPosition) -> str:
+    """The paging state (base64), and for a room inside a page its offset and name."""
+    state = position.paging_state
+    encoded = base64.urlsafe_b64encode(state).decode().rstrip("=") if state is not None else None
+    return encode_cursor({"p": encoded, "o": position.offset, "n": position.name})
+
+
+def _decode_scan_cursor(cursor: str | None) -> ScanPosition | None:
+    payload = decode_cursor(cursor)
+    if payload is None:
+        return None
+    state, offset, name = payload.get("p"), payload.get("o"), payload.get("n")
+    if (
+        not isinstance(offset, int)
+        or isinstance(offset, bool)
+        or not 0 <= offset <= MAX_SCAN_OFFSET
+        or not (state is None or isinstance(state, str))
+        or not (name is None or isinstance(name, str))
+    ):
+        raise BadUserInput("after", "Invalid cursor.")
+    try:
+        raw = base64.urlsafe_b64decode(state + "=" * (-len(state) % 4)) if state else None
+        paging_state = checked_paging_state(raw, rules.ROOM_NAME) if raw is not None else None
+    except (binascii.Error, InvalidPagingState) as exc:
+        raise BadUserInput("after", "Invalid cursor.") from exc
+    return ScanPosition(paging_state, offset, name)
+
+
+@strawberry.type
+class RoomQuery:
+    @strawberry.field(description="A room by name; null when there is none.")
+    async def room(self, info: Info, name: str) -> Room | None:
+        try:
+            key = rules.room_name(name)
+        except BadUserInput:
+            return None
+        record = await context_of(info).loader(room_loader).load(key)
+        return Room.of(record) if record else None
+
+    @strawberry.field(
+        description="Every room, in the table's storage order (not alphabetical); the cursor is "
+        "Cassandra's own paging state."
+    )
+    async def rooms(
+        self, info: Info, first: int | None = ROOMS_PAGE, after: str | None = None
+    ) -> Connection[Room]:
+        size = page_size(info, first, ROOMS_PAGE)
+        start = _decode_scan_cursor(after)
+        if size == 0:
+            return Connection.empty()
+        try:
+            page = await context_of(info).store(RoomStore).scan(size, start)
+        except InvalidPagingState as exc:
+            raise BadUserInput("after", "Invalid cursor.") from exc
+        found = [(pos, record) for pos, record in page.rooms if record is not None]
+        rooms = await Room.list_of(info, [record for _, record in found])
+        return Connection.of(
+            [(_scan_cursor(pos), room) for (pos, _), room in zip(found, rooms, strict=True)], page.has_next
+        )
+
+
+@strawberry.type
+class RoomMutation:
+    @strawberry.mutation(description="Create a room and join it. CONFLICT when the name is taken.")
+    async def create_room(self, info: Info, name: str, banner: str | None = None) -> Room:
+        context = context_of(info)
+        viewer = await context.require_viewer()
+        record = await actions(context).create(viewer, rules.room_name(name), rules.banner(banner))
+        return Room.of(record)
+
+    @strawberry.mutation(description="Join a room; joining twice is harmless. NOT_FOUND if it is gone.")
+    async def join_room(self, info: Info, name: str) -> Room:
+        context = context_of(info)
+        viewer = await context.require_viewer()
+        return Room.of(await actions(context).join(viewer, rules.room_name(name)))
+
+    @strawberry.mutation(description="Leave a room; false when you were not in it.")
+    async def leave_room(self, info: Info, name: str) -> bool:
+        context = context_of(info)
+        viewer = await context.require_viewer()
+        return await actions(context).leave(viewer, rules.room_name(name))
+
+    @strawberry.mutation(
+        description="Delete a room you created: it leaves every participant's rooms and its history "
+        "is erased. FORBIDDEN unless you are its creator, NOT_FOUND if it is gone, CONFLICT if "
+        "people kept joining or leaving while it was being deleted."
+    )
+    async def delete_room(self, info: Info, name: str) -> bool:
+        context = context_of(info)
+        viewer = await context.require_viewer()
+        return await actions(context).delete(viewer, rules.room_name(name))
+
+    @strawberry.mutation(description="Post in a room you are in. FORBIDDEN unless you are a participant.")
+    async def post_room_message(self, info: Info, room: str, content: str) -> RoomMessage:
+        context = context_of(info)
+        viewer = await context.require_viewer()
+        message, record = await actions(context).post(
+            viewer, rules.room_name(room, "room"), rules.content(content)
+        )
+        return RoomMessage.of(message, record)
+
+
+@strawberry.type
+class RoomSubscription:
+    @strawberry.subscription(
+        description="Messages of a room as they are posted, system messages included. Participants "
+        "only. Ends after the viewer leaves the room, and after the last system message when the "
+        "room is deleted."
+    )
+    async def room_messages(self, info: Info, room: str) -> AsyncGenerator[RoomMessage, None]:
+        context = context_of(info)
+        name = rules.room_name(room, "room")
+        # Registered before any await, so nothing posted during the checks is missed.
+        async with context.pubsub.subscribe(room_channel(name)) as events:
+            viewer = await context.require_viewer()
+            record = await context.store(RoomStore).get(name)
+            if record is None:
+                raise NotFound(f"No room '{name}'.", field="room")
+            if viewer not in record.participants:
+                raise Forbidden(f"Join '{name}' to follow its messages.", field="room")
+            async for event in events:
+                if not isinstance(event, RoomEvent) or event.room.id != record.id:
+                    continue
+                context.fresh()
+                yield RoomMessage.of(event.message, event.room)
+                if event.ends_subscription_of(viewer):
+                    return

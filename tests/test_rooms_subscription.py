@@ -1,0 +1,125 @@
+"""``roomMessages(room)`` over graphql-transport-ws: participants only, system messages
+included, ended by the room's deletion after a last system message."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from gql import GraphQLRequest
+from gql.transport.exceptions import TransportQueryError
+
+from gateway.app import SERVICES
+from gateway.rooms.events import room_channel
+from tests.client import Account, Api
+from tests.test_rooms import DELETE, JOIN, LEAVE, create_room, post, room_name
+
+SUBSCRIBE = """subscription($r: String!) {
+  roomMessages(room: $r) { id content systemMessage author { login } room { name participantCount } }
+}"""
+WAIT = 30
+
+
+async def _follow(api: Api, account: Account | None, name: str) -> list[dict[str, Any]]:
+    """Every event of the subscription until the server completes it."""
+    events = []
+    async with api.websocket(account.token if account else None) as session:
+        async for result in session.subscribe(GraphQLRequest(SUBSCRIBE, variable_values={"r": name})):
+            events.append(result["roomMessages"])
+    return events
+
+
+async def _subscribed(app: Any, name: str, count: int) -> None:
+    pubsub = app[SERVICES].pubsub
+    for _ in range(WAIT * 20):
+        if pubsub.subscriber_count(room_channel(name)) == count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"expected {count} subscribers of {name}")
+
+
+async def _refused(api: Api, account: Account | None, name: str) -> dict[str, Any]:
+    try:
+        events = await asyncio.wait_for(_follow(api, account, name), WAIT)
+    except TransportQueryError as exc:
+        assert exc.errors
+        return exc.errors[0]  # type: ignore[no-any-return]
+    raise AssertionError(f"subscription was accepted: {events}")
+
+
+def _summary(events: list[dict[str, Any]]) -> list[tuple[str, bool, str | None]]:
+    return [(e["content"], e["systemMessage"], e["author"] and e["author"]["login"]) for e in events]
+
+
+async def test_participants_get_messages_and_system_messages_until_the_room_is_deleted(
+    api: Api, app  # type: ignore[no-untyped-def]
+) -> None:
+    alice = await api.sign_up("alice")
+    bob = await api.sign_up("bob")
+    carol = await api.sign_up("carol")
+    name = await create_room(api, alice)
+    await api.ok(JOIN, {"n": name}, token=bob.token)
+
+    followers = [asyncio.create_task(_follow(api, who, name)) for who in (alice, bob)]
+    await _subscribed(app, name, 2)
+
+    outsider = await _refused(api, carol, name)
+    assert outsider["extensions"]["code"] == "FORBIDDEN"
+
+    await api.ok(JOIN, {"n": name}, token=carol.token)
+    posted = await post(api, bob, name, "hello room")
+    await post(api, carol, name, "glad to be here")
+    await api.ok(DELETE, {"n": name}, token=alice.token)
+
+    done = await asyncio.wait_for(asyncio.gather(*followers), WAIT)
+    expected = [
+        (f"{carol.login} joins the room", True, None),
+        ("hello room", False, bob.login),
+        ("glad to be here", False, carol.login),
+        (f"{alice.login} deleted the room", True, None),
+    ]
+    for events in done:
+        assert _summary(events) == expected
+        assert events[1]["id"] == posted["id"]
+        assert events[0]["room"] == {"name": name, "participantCount": 3}
+        assert events[-1]["room"]["name"] == name  # the room as it was, though it is gone
+    assert app[SERVICES].pubsub.subscriber_count(room_channel(name)) == 0
+
+
+async def test_leaving_ends_your_own_subscription_only(api: Api, app) -> None:  # type: ignore[no-untyped-def]
+    alice = await api.sign_up("alice")
+    bob = await api.sign_up("bob")
+    name = await create_room(api, alice)
+    await api.ok(JOIN, {"n": name}, token=bob.token)
+    alice_follows = asyncio.create_task(_follow(api, alice, name))
+    bob_follows = asyncio.create_task(_follow(api, bob, name))
+    await _subscribed(app, name, 2)
+
+    await post(api, alice, name, "before")
+    assert (await api.ok(LEAVE, {"n": name}, token=bob.token))["leaveRoom"] is True
+    bob_events = await asyncio.wait_for(bob_follows, WAIT)
+    assert _summary(bob_events) == [
+        ("before", False, alice.login),
+        (f"{bob.login} leaves the room", True, None),
+    ]
+    await _subscribed(app, name, 1)
+
+    await post(api, alice, name, "after")  # bob no longer receives anything
+    await api.ok(DELETE, {"n": name}, token=alice.token)
+    alice_events = await asyncio.wait_for(alice_follows, WAIT)
+    assert _summary(alice_events) == [
+        ("before", False, alice.login),
+        (f"{bob.login} leaves the room", True, None),
+        ("after", False, alice.login),
+        (f"{alice.login} deleted the room", True, None),
+    ]
+
+
+async def test_subscription_refusals(api: Api, app) -> None:  # type: ignore[no-untyped-def]
+    alice = await api.sign_up("alice")
+    name = await create_room(api, alice)
+    assert (await _refused(api, None, name))["extensions"]["code"] == "UNAUTHENTICATED"
+    assert (await _refused(api, alice, room_name()))["extensions"]["code"] == "NOT_FOUND"
+    invalid = await _refused(api, alice, "no")
+    assert invalid["extensions"] == {"code": "BAD_USER_INPUT", "field": "room"}
+    assert app[SERVICES].pubsub.subscriber_count(room_channel(name)) == 0
