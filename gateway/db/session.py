@@ -39,7 +39,7 @@ from cassandra.policies import (
     TokenAwarePolicy,
 )
 from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessage
-from cassandra.query import BatchStatement, BatchType, PreparedStatement, dict_factory
+from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, dict_factory
 
 from gateway.settings import Settings
 
@@ -274,6 +274,15 @@ class Database:
         return await self._run(batch)
 
     async def _run(self, statement: Any, *, paging_state: bytes | None = None) -> Result:
+        """Send a statement and await its first page.
+
+        A finished driver request sits in reference cycles (its timer, callbacks
+        and these closures) that keep the bound values and the rows alive until
+        the cyclic collector runs, often seconds and many megabytes later (a
+        25 MB attachment upload kept most of its chunks). Once the request is
+        settled its value and row lists are emptied, so memory follows the
+        caller's references only.
+        """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Result] = loop.create_future()
         self._count()
@@ -283,7 +292,10 @@ class Database:
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
 
         def resolve(rows: list[Row]) -> None:
-            result = Result(list(rows or ()), response._paging_state if response.has_more_pages else None)
+            page = list(rows or ())
+            if rows:
+                rows.clear()  # the request's own result list
+            result = Result(page, response._paging_state if response.has_more_pages else None)
             loop.call_soon_threadsafe(_settle, future, result, None)
 
         def reject(exc: BaseException) -> None:
@@ -294,6 +306,18 @@ class Database:
             return await future
         except _UNAVAILABLE_ERRORS as exc:
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
+        finally:
+            response.clear_callbacks()
+            _release_values(statement)
+
+
+def _release_values(statement: Any) -> None:
+    """Empty a settled statement's bound values (the request message shares the list)."""
+    if isinstance(statement, BoundStatement):
+        statement.values.clear()
+        statement.raw_values = ()
+    elif isinstance(statement, BatchStatement):
+        statement._statements_and_parameters.clear()
 
 
 def _settle(future: asyncio.Future[Result], result: Result | None, exc: BaseException | None) -> None:

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from uuid import UUID
 
 from gateway.db.session import Database
-from gateway.mail.blobs import execute_blob
 from gateway.settings import Settings
 
 #: Bytes per chunk, i.e. per partition (1000 KiB): a 25 MB file is 26 partitions
@@ -95,16 +94,14 @@ class AttachmentStore:
     async def write_part(self, attachment_id: UUID, index: int, data: bytes) -> None:
         """Part ``index`` of the file, counted from its start across chunks."""
         per_chunk = CHUNK_SIZE // PART_SIZE
-        await execute_blob(
-            self.db,
+        await self.db.execute(
             "INSERT INTO attachment_chunks (attachment_id, chunk_number, part, data) VALUES (?, ?, ?, ?)",
             (attachment_id, index // per_chunk, index % per_chunk, data),
         )
 
     async def read_chunk(self, attachment_id: UUID, number: int) -> list[bytes]:
         """The parts of one chunk, in order: one single-partition read."""
-        rows = await execute_blob(
-            self.db,
+        rows = await self.db.execute_all(
             "SELECT data FROM attachment_chunks WHERE attachment_id = ? AND chunk_number = ?",
             (attachment_id, number),
         )
