@@ -9,9 +9,14 @@ joins, leaves and a deletion never leave a half room behind:
   plain update racing a deletion would write the set cell into the deleted
   partition and resurrect a "zombie" room with one participant and every other
   column null;
-- leave: a plain ``participants - {login}``. An element removal is a tombstone
-  that commutes with the additions, and an ``UPDATE`` writes no row marker, so
-  leaving a room that is being deleted cannot resurrect it;
+- leave: ``UPDATE ... SET participants = participants - {login} IF EXISTS``.
+  KillrChat made this a plain write (a set-element tombstone commutes with
+  additions and writes no row marker, so it cannot resurrect a room). It is a
+  lightweight transaction here because every other write to ``participants``
+  is one: a plain write carries the client's clock while Paxos writes carry
+  the ballot's, and with clock skew between hosts a leave could shadow a later
+  join (or a join a later leave). Keeping one kind of write per cell keeps the
+  order of joins and leaves the order Paxos decided;
 - delete: ``DELETE ... IF creator_login = ? AND participants = ?`` with the set
   the deleter just read, so a participant who joins meanwhile makes the
   condition fail and is not missed by the clean-up that follows.
@@ -322,18 +327,17 @@ class RoomStore:
         )
 
     async def leave(self, name: str, login: str) -> None:
-        """Remove ``login`` from the room and the room from the user's rooms.
+        """Remove ``login`` from the room, then the room from the user's rooms.
 
-        A logged batch: both happen or (eventually) neither, so a user is never
-        left in a room's participants while the room is missing from their rooms.
+        The participant removal comes first: if the second write is lost, the
+        user's rooms still name a room they are not in, which ``User.rooms``
+        skips and repairs on its next read. Both steps are idempotent, so a
+        client retries a failed leave safely.
         """
-        await self.db.batch(
-            [
-                ("UPDATE rooms SET participants = participants - ? WHERE name = ?", ({login}, name)),
-                ("DELETE FROM rooms_by_user WHERE login = ? AND room_name = ?", (login, name)),
-            ],
-            logged=True,
+        await self.db.execute(
+            "UPDATE rooms SET participants = participants - ? WHERE name = ? IF EXISTS", ({login}, name)
         )
+        await self.forget_membership(login, name)
 
     async def forget_memberships(self, name: str, logins: Iterable[str]) -> None:
         """Remove a deleted room from its participants' rooms.
