@@ -131,7 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     recount.add_argument("login")
     args = parser.parse_args(argv)
 
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env().validate()
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -107,6 +107,7 @@ def create_app(
     db: Database | None = None,
     pubsub: PubSub | None = None,
 ) -> web.Application:
+    settings.validate()
     db = db or Database(settings)
     sessions = SessionStore(db, settings)
     services = Services(

@@ -6,7 +6,8 @@ Every variable is listed, with its default, in the README's configuration table.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -134,5 +135,47 @@ class Settings:
             seed=_env_bool("GATEWAY_SEED", cls.seed),
         )
 
-    def with_(self, **changes: object) -> Settings:
-        return replace(self, **changes)  # type: ignore[arg-type]
+    def validate(self) -> Settings:
+        """Fail at start-up, naming the variable, rather than on the first request."""
+        problems: list[str] = []
+        for name, value in (("GATEWAY_PORT", self.port), ("CASSANDRA_PORT", self.cassandra_port)):
+            if not 0 <= value <= 65535:
+                problems.append(f"{name} must be a port number, got {value}")
+        positive = {
+            "SESSION_TTL_DAYS": self.session_ttl_days,
+            "ARGON2_TIME_COST": self.argon2_time_cost,
+            "ARGON2_MEMORY_COST_KIB": self.argon2_memory_cost_kib,
+            "ARGON2_PARALLELISM": self.argon2_parallelism,
+            "GATEWAY_MAX_DEPTH": self.max_depth,
+            "GATEWAY_MAX_ALIASES": self.max_aliases,
+            "GATEWAY_MAX_TOKENS": self.max_tokens,
+            "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
+            "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
+            "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
+        }
+        problems += [f"{name} must be positive, got {v}" for name, v in positive.items() if v <= 0]
+        buckets = {
+            "MESSENGER_BUCKET": self.messenger_bucket,
+            "ROOM_BUCKET": self.room_bucket,
+            "BLOG_POST_BUCKET": self.blog_post_bucket,
+            "BLOG_COMMENT_BUCKET": self.blog_comment_bucket,
+            "MAIL_BUCKET": self.mail_bucket,
+        }
+        for name, value in buckets.items():
+            if value not in {"month", "day"} and not re.fullmatch(r"[1-9][0-9]*s", value):
+                problems.append(f"{name} must be 'month', 'day' or '<N>s', got {value!r}")
+        if not re.fullmatch(r"\+?([0-9]{1,3})?", self.contacts_default_country_code):
+            problems.append("CONTACTS_DEFAULT_COUNTRY_CODE must be 1-3 digits or empty")
+        replication = self.replication.strip()
+        simple = re.fullmatch(r"SimpleStrategy(:[1-9][0-9]*)?", replication)
+        topology = re.fullmatch(r"[A-Za-z0-9_.-]+:[0-9]+(,\s*[A-Za-z0-9_.-]+:[0-9]+)*", replication)
+        if not (simple or topology):
+            problems.append(
+                f"CASSANDRA_REPLICATION must be 'SimpleStrategy:N' or 'dc1:3,dc2:3', got {replication!r}"
+            )
+        if not re.fullmatch(r"[a-zA-Z][a-zA-Z0-9_]{0,47}", self.keyspace):
+            problems.append(f"CASSANDRA_KEYSPACE is not a valid keyspace name: {self.keyspace!r}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+

@@ -185,3 +185,29 @@ def test_negative_page_size_is_bad_input() -> None:
     with pytest.raises(BadUserInput) as bad_cursor:
         decode_cursor("!!!not base64")
     assert bad_cursor.value.field == "after"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("MESSENGER_BUCKET", "weekly"),
+        ("GATEWAY_PORT", "70000"),
+        ("CASSANDRA_REPLICATION", "three please"),
+        ("CONTACTS_MAX_IN_FLIGHT", "0"),
+        ("CASSANDRA_KEYSPACE", "1-bad"),
+    ],
+)
+def test_bad_settings_stop_the_cli_naming_the_variable(variable: str, value: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway", "schema"],
+        env={**os.environ, variable: value},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert variable in result.stderr
+    assert "Traceback" not in result.stderr
