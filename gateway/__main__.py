@@ -1,4 +1,5 @@
-"""Command line: ``gateway serve | cassandra start|stop|status | migrate | schema | seed | mail-recount``."""
+"""Command line: ``gateway serve | cassandra start|stop|status | migrate | schema | seed``,
+and the counter repairs ``mail-recount`` and ``blog-recount``."""
 
 from __future__ import annotations
 
@@ -110,6 +111,16 @@ def cmd_mail_recount(settings: Settings, login: str) -> int:
         db.shutdown()
 
 
+def cmd_blog_recount(settings: Settings, slugs: list[str]) -> int:
+    from gateway.blog.recount import recount
+
+    db, _ = _connected(settings)
+    try:
+        return asyncio.run(recount(db, settings, slugs))
+    finally:
+        db.shutdown()
+
+
 def cmd_schema(settings: Settings) -> int:
     from gateway.schema import build_schema
 
@@ -129,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("schema", help="print the GraphQL SDL")
     recount = sub.add_parser("mail-recount", help="rebuild a user's unread mail counters from the folders")
     recount.add_argument("login")
+    blog_recount = sub.add_parser(
+        "blog-recount", help="rebuild comment and post counters from the stored comments and posts"
+    )
+    blog_recount.add_argument("slugs", nargs="*", help="posts to recount (default: every post)")
     args = parser.parse_args(argv)
 
     try:
@@ -154,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_migrate(settings)
         if args.command == "seed":
             return cmd_seed(settings)
+        if args.command == "blog-recount":
+            return cmd_blog_recount(settings, args.slugs)
         if args.command == "mail-recount":
             return cmd_mail_recount(settings, args.login)
         return cmd_schema(settings)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 import uuid
 
 from aiohttp import web
@@ -12,31 +9,13 @@ from aiohttp import web
 from gateway.app import SERVICES
 from gateway.mail.records import now_micros
 from gateway.settings import Settings
+from tests.cli import run_cli
 from tests.client import Api
 from tests.mail_helpers import CREATE_FOLDER, EMAIL, FOLDER, MOVE, send, unread_counts
 
 
 async def _recount(settings: Settings, login: str) -> tuple[int, str]:
-    env = {
-        **os.environ,
-        "CASSANDRA_KEYSPACE": settings.keyspace,
-        "CASSANDRA_CONTACT_POINTS": ",".join(settings.contact_points) or "127.0.0.1",
-        "CASSANDRA_PORT": str(settings.cassandra_port),
-        "CASSANDRA_REPLICATION": settings.replication,
-        "GATEWAY_LOG_LEVEL": "WARNING",
-    }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gateway",
-        "mail-recount",
-        login,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    out, _ = await asyncio.wait_for(process.communicate(), timeout=120)
-    return process.returncode or 0, out.decode()
+    return await run_cli(settings, "mail-recount", login)
 
 
 async def test_recount_heals_counters_and_listings_after_lost_writes(

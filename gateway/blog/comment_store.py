@@ -113,3 +113,26 @@ class CommentStore:
             for row in result.rows:
                 counts[row["slug"]] = int(row["comments"] or 0)
         return counts
+
+    async def recount(self, slug: str) -> tuple[int, int]:
+        """Move ``comment_counts`` to the number of stored comments; (before, after).
+
+        A counter increment that failed (or timed out) after its comment was
+        stored leaves the count one short, and one cannot be retried safely.
+        Counting the thread's partitions gives the truth; the counter is moved
+        by the difference. A comment arriving during the recount may be counted
+        twice or not at all, so run it while the thread is quiet (or twice).
+        """
+        buckets = await self.db.execute_all("SELECT bucket FROM comment_buckets WHERE slug = ?", (slug,))
+        stored = 0
+        for row in buckets:
+            result = await self.db.execute(
+                "SELECT COUNT(*) AS n FROM comments WHERE slug = ? AND bucket = ?", (slug, row["bucket"])
+            )
+            stored += int(result.rows[0]["n"])
+        before = (await self.counts([slug])).get(slug, 0)
+        if stored != before:
+            await self.db.execute(
+                "UPDATE comment_counts SET comments = comments + ? WHERE slug = ?", (stored - before, slug)
+            )
+        return before, stored

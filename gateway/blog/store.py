@@ -271,6 +271,29 @@ class PostStore:
                 counts[row["author"]] = int(row["posts"] or 0)
         return counts
 
+    async def recount_author(self, author: str) -> tuple[int, int]:
+        """Move ``post_counts`` to the number of posts filed under ``author``; (before, after).
+
+        The counter is incremented apart from the post's filing (counters cannot
+        join a logged batch), so a lost increment leaves ``postCount`` short.
+        Like comment recounts, run it while the author is not publishing.
+        """
+        result = await self.db.execute(
+            "SELECT COUNT(*) AS n FROM posts_by_author WHERE author = ?", (author,)
+        )
+        stored = int(result.rows[0]["n"])
+        before = (await self.post_counts([author])).get(author, 0)
+        if stored != before:
+            await self.db.execute(
+                "UPDATE post_counts SET posts = posts + ? WHERE author = ?", (stored - before, author)
+            )
+        return before, stored
+
+    async def all_posts(self) -> list[tuple[str, str]]:
+        """(slug, author) of every post: a full scan, for maintenance commands only."""
+        rows = await self.db.execute_all("SELECT slug, author FROM posts", fetch_size=1000)
+        return [(row["slug"], row["author"]) for row in rows if row["author"] is not None]
+
 
 def _summary(row: Row, author: str) -> PostSummary:
     return PostSummary(
