@@ -29,6 +29,7 @@ from gateway.mail.records import (
 )
 from gateway.mail.store import MailStore, NotInFolder, new_email_id
 from gateway.mail.uploads import MAX_FILES, RefusedUpload, StoredUpload
+from gateway.rooms.prefetch import selects, users_by_login
 from gateway.users.loaders import user_loader
 from gateway.users.schema import User, load_users, require_user
 
@@ -92,13 +93,17 @@ class EmailSummary:
     read: bool
     has_attachments: bool
     _sender: strawberry.Private[str]
+    #: Senders prefetched by the page resolver; None: not prefetched.
+    _senders: strawberry.Private[dict[str, User] | None] = None
 
     @strawberry.field(name="from")
-    async def from_(self, info: Info) -> User:
-        return await require_user(info, self._sender)
+    def from_(self, info: Info) -> User:
+        if self._senders is not None and self._sender in self._senders:
+            return self._senders[self._sender]
+        return require_user(info, self._sender)  # type: ignore[return-value]  # awaited by graphql-core
 
     @classmethod
-    def of(cls, entry: FolderEntry) -> EmailSummary:
+    def of(cls, entry: FolderEntry, senders: dict[str, User] | None = None) -> EmailSummary:
         return cls(
             id=strawberry.ID(str(entry.id)),
             subject=entry.subject,
@@ -106,6 +111,7 @@ class EmailSummary:
             read=entry.read,
             has_attachments=entry.has_attachments,
             _sender=entry.sender,
+            _senders=senders,
         )
 
 
@@ -160,8 +166,12 @@ class Folder:
         page = await context_of(info).store(MailStore).folder_page(
             self._login, self.label, first=size, after=position
         )
+        senders = None
+        if selects(info, "from"):
+            senders = await users_by_login(info, (entry.sender for _, entry in page.items))
         return Connection.of(
-            [(position_cursor(pos), EmailSummary.of(entry)) for pos, entry in page.items], page.has_next
+            [(position_cursor(pos), EmailSummary.of(entry, senders)) for pos, entry in page.items],
+            page.has_next,
         )
 
     @classmethod

@@ -17,6 +17,7 @@ from gateway.messenger.events import message_events, publish_message
 from gateway.messenger.loaders import partner_loader
 from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
 from gateway.messenger.store import MessengerStore
+from gateway.rooms.prefetch import selects, users_by_login
 from gateway.users.loaders import user_loader
 from gateway.users.schema import User, load_user, require_user
 
@@ -36,24 +37,31 @@ class DirectMessage:
         description="The conversation it belongs to (`smaller:bigger` login)."
     )
     _record: strawberry.Private[MessageRecord]
+    #: Users prefetched by the page resolver; None: not prefetched.
+    _users: strawberry.Private[dict[str, User] | None] = None
 
     @classmethod
-    def of(cls, record: MessageRecord) -> DirectMessage:
+    def of(cls, record: MessageRecord, users: dict[str, User] | None = None) -> DirectMessage:
         return cls(
             id=strawberry.ID(str(record.id)),
             content=record.content,
             sent_at=record.sent_at,
             conversation_id=strawberry.ID(record.conversation_id),
             _record=record,
+            _users=users,
         )
 
-    @strawberry.field
-    async def sender(self, info: Info) -> User:
-        return await require_user(info, self._record.sender)
+    # sender and recipient return the prefetched user, or an awaitable that
+    # graphql-core awaits: a page resolved from prefetched users needs no
+    # awaitable per message.
 
     @strawberry.field
-    async def recipient(self, info: Info) -> User:
-        return await require_user(info, self._record.recipient)
+    def sender(self, info: Info) -> User:
+        return _user(info, self._users, self._record.sender)
+
+    @strawberry.field
+    def recipient(self, info: Info) -> User:
+        return _user(info, self._users, self._record.recipient)
 
     @strawberry.field(
         description="The key the sender's client sent it with (to match an optimistic update); "
@@ -104,50 +112,85 @@ class Conversation:
         page = await context_of(info).store(MessengerStore).messages_page(
             str(self.id), first=size, after=position
         )
+        users = None
+        if page.items and (selects(info, "sender") or selects(info, "recipient")):
+            users = await users_by_login(
+                info, {login for _, r in page.items for login in (r.sender, r.recipient)}
+            )
         return Connection.of(
-            [(position_cursor(at), DirectMessage.of(record)) for at, record in page.items], page.has_next
+            [(position_cursor(at), DirectMessage.of(record, users)) for at, record in page.items],
+            page.has_next,
         )
 
 
 @strawberry.type(description="Someone you have talked with, with the conversation's latest state.")
 class TalkPartner:
+    """The fields taken from the stored row are filled at construction: plain
+    attributes resolve on Strawberry's fast path."""
+
     _record: strawberry.Private[PartnerRecord]
+    #: Users prefetched by the list resolver; None: not prefetched.
+    _users: strawberry.Private[dict[str, User] | None]
 
-    @strawberry.field
-    async def partner(self, info: Info) -> User:
-        return await require_user(info, self._record.partner)
+    # The user fields return the prefetched user, or an awaitable that graphql-core
+    # awaits. They are declared as annotated fields to keep the schema's field order.
 
-    @strawberry.field
-    def last_message(self) -> str | None:
+    def _partner(self, info: Info) -> User:
+        return _user(info, self._users, self._record.partner)
+
+    def _last_message_sender(self, info: Info) -> User | None:
         last = self._record.last_message
-        return last.content if last else None
+        if last is None:
+            return None
+        if self._users is not None and last.sender in self._users:
+            return self._users[last.sender]
+        return load_user(info, last.sender)  # type: ignore[return-value]  # awaited by graphql-core
 
-    @strawberry.field
-    def last_message_at(self) -> datetime | None:
-        last = self._record.last_message
-        return last.sent_at if last else None
+    partner: User = strawberry.field(resolver=_partner)
+    last_message: str | None
+    last_message_at: datetime | None
+    last_message_id: strawberry.ID | None
+    last_message_sender: User | None = strawberry.field(
+        resolver=_last_message_sender, description="Who wrote the last message (you or the partner)."
+    )
+    unread_count: int = strawberry.field(description="Messages from the partner you have not read.")
+    unread_since: datetime | None = strawberry.field(
+        description="When the oldest unread message arrived; null when all is read."
+    )
+    conversation: Conversation
 
-    @strawberry.field
-    def last_message_id(self) -> strawberry.ID | None:
-        last = self._record.last_message
-        return strawberry.ID(str(last.id)) if last else None
+    @classmethod
+    def of(cls, record: PartnerRecord, users: dict[str, User] | None = None) -> TalkPartner:
+        last = record.last_message
+        return cls(
+            _record=record,
+            _users=users,
+            last_message=last.content if last else None,
+            last_message_at=last.sent_at if last else None,
+            last_message_id=strawberry.ID(str(last.id)) if last else None,
+            unread_count=record.unread,
+            unread_since=record.unread_since,
+            conversation=Conversation.between(record.owner, record.partner, record),
+        )
 
-    @strawberry.field(description="Who wrote the last message (you or the partner).")
-    async def last_message_sender(self, info: Info) -> User | None:
-        last = self._record.last_message
-        return await load_user(info, last.sender) if last else None
+    @classmethod
+    async def list_of(cls, info: Info, records: list[PartnerRecord]) -> list[TalkPartner]:
+        """Talk partners of a list, with the users the query selects loaded in one
+        batch for the whole list."""
+        logins: set[str] = set()
+        if selects(info, "partner"):
+            logins.update(r.partner for r in records)
+        if selects(info, "lastMessageSender"):
+            logins.update(r.last_message.sender for r in records if r.last_message)
+        users = await users_by_login(info, logins) if logins else None
+        return [cls.of(record, users) for record in records]
 
-    @strawberry.field(description="Messages from the partner you have not read.")
-    def unread_count(self) -> int:
-        return self._record.unread
 
-    @strawberry.field(description="When the oldest unread message arrived; null when all is read.")
-    def unread_since(self) -> datetime | None:
-        return self._record.unread_since
-
-    @strawberry.field
-    def conversation(self) -> Conversation:
-        return Conversation.between(self._record.owner, self._record.partner, self._record)
+def _user(info: Info, users: dict[str, User] | None, login: str) -> User:
+    """The prefetched user, or an awaitable of it (graphql-core awaits it)."""
+    if users is not None and login in users:
+        return users[login]
+    return require_user(info, login)  # type: ignore[return-value]
 
 
 async def _other_user(info: Info, viewer: str, login: str, field: str) -> str:
@@ -169,7 +212,7 @@ class MessengerMe:
     @strawberry.field(description="Everyone you have talked with, most recent conversation first.")
     async def talk_partners(self, info: Info) -> list[TalkPartner]:
         records = await context_of(info).store(MessengerStore).partners(self.login)
-        return [TalkPartner(_record=record) for record in records]
+        return await TalkPartner.list_of(info, records)
 
     @strawberry.field(description="Your conversation with `with` (empty when you never talked).")
     async def conversation(self, info: Info, with_: WithArgument) -> Conversation:
@@ -209,7 +252,7 @@ class MessengerMutation:
         viewer = await context.require_viewer()
         partner = await _other_user(info, viewer, with_, "with")
         record = await context.store(MessengerStore).mark_read(viewer, partner)
-        return TalkPartner(_record=record)
+        return TalkPartner.of(record)
 
 
 @strawberry.type
