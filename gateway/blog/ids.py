@@ -9,10 +9,14 @@ disagree.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-from cassandra.util import datetime_from_uuid1, uuid_from_time
+from cassandra.util import uuid_from_time
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: 100-nanosecond intervals between the UUID epoch (1582-10-15) and the Unix epoch.
+_UUID_EPOCH_OFFSET = 0x01B21DD213814000
 
 
 def new_id() -> UUID:
@@ -20,6 +24,9 @@ def new_id() -> UUID:
 
 
 def time_of(item_id: UUID) -> datetime:
-    """The id's moment, at the millisecond precision Cassandra timestamps have."""
-    moment = datetime_from_uuid1(item_id).replace(tzinfo=UTC)
+    """The id's moment, at the millisecond precision Cassandra timestamps have
+    (the driver's ``datetime_from_uuid1`` arithmetic on the id's 60-bit timestamp)."""
+    value = item_id.int
+    ticks = ((value >> 64) & 0x0FFF) << 48 | ((value >> 80) & 0xFFFF) << 32 | value >> 96
+    moment = _EPOCH + timedelta(seconds=(ticks - _UUID_EPOCH_OFFSET) / 1e7)
     return moment.replace(microsecond=moment.microsecond // 1000 * 1000)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Sequence
 from datetime import datetime
 
 import strawberry
@@ -15,6 +16,7 @@ from gateway.blog.store import ALL_POSTS, PostDraft, PostRecord, PostStore, Post
 from gateway.graph.context import context_of
 from gateway.graph.errors import Conflict, NotFound
 from gateway.graph.pagination import Connection, page_size, position_cursor
+from gateway.rooms.prefetch import selects, users_by_login
 from gateway.users.schema import User, require_user
 
 POSTS_PAGE = 10
@@ -40,6 +42,10 @@ class Comment:
 
 @strawberry.type(description="A blog post, addressed by its slug.")
 class Post:
+    """What the record says is filled at construction (plain attributes resolve on
+    Strawberry's fast path); a list also hands each post the authors, comment
+    counts and bodies its query selects, loaded once for the whole page."""
+
     slug: str
     title: str
     tags: list[str] = strawberry.field(description="Lower-case, in the order the author gave them.")
@@ -47,32 +53,92 @@ class Post:
     _author: strawberry.Private[str]
     #: None when the post came from a list, whose index rows do not carry bodies.
     _body: strawberry.Private[str | None]
+    #: Prefetched by a list resolver; None: not prefetched.
+    _author_user: strawberry.Private[User | None] = None
+    _comment_count: strawberry.Private[int | None] = None
 
     @classmethod
-    def of(cls, post: PostSummary) -> Post:
+    def of(
+        cls,
+        post: PostSummary,
+        *,
+        body: str | None = None,
+        author: User | None = None,
+        comment_count: int | None = None,
+    ) -> Post:
+        if body is None and isinstance(post, PostRecord):
+            body = post.body
         return cls(
             slug=post.slug,
             title=post.title,
             tags=list(post.tags),
             published_at=post.published_at,
             _author=post.author,
-            _body=post.body if isinstance(post, PostRecord) else None,
+            _body=body,
+            _author_user=author,
+            _comment_count=comment_count,
         )
 
+    @classmethod
+    async def list_of(cls, info: Info, summaries: Sequence[PostSummary]) -> list[Post]:
+        """Posts of a list, with the authors, comment counts and bodies the query
+        selects loaded in one batch each for the whole list."""
+        if not summaries:
+            return []
+        context = context_of(info)
+        slugs = [summary.slug for summary in summaries]
+        # Loads are started before anything is awaited, so their reads run concurrently.
+        counts: Awaitable[list[int]] | None = None
+        records: Awaitable[list[PostRecord | None]] | None = None
+        if selects(info, "commentCount"):
+            counts = context.loader(comment_count_loader).load_many(slugs)
+        if selects(info, "body"):
+            records = context.loader(post_loader).load_many(slugs)
+        authors: dict[str, User] = {}
+        if selects(info, "author"):
+            authors = await users_by_login(info, (summary.author for summary in summaries))
+        count_of: dict[str, int] = {}
+        body_of: dict[str, str] = {}
+        if counts is not None:
+            count_of = dict(zip(slugs, await counts, strict=True))
+        if records is not None:
+            body_of = {slug: r.body if r else "" for slug, r in zip(slugs, await records, strict=True)}
+        return [
+            cls.of(
+                summary,
+                body=body_of.get(summary.slug),
+                author=authors.get(summary.author),
+                comment_count=count_of.get(summary.slug),
+            )
+            for summary in summaries
+        ]
+
+    # The fields below return either the value the post was built with or an
+    # awaitable (which graphql-core awaits), so a prefetched list needs no
+    # awaitable per item.
+
     @strawberry.field
-    async def body(self, info: Info) -> str:
-        if self._body is None:
-            record = await context_of(info).loader(post_loader).load(self.slug)
-            self._body = record.body if record else ""
+    def body(self, info: Info) -> str:
+        if self._body is not None:
+            return self._body
+        return self._load_body(info)  # type: ignore[return-value]
+
+    async def _load_body(self, info: Info) -> str:
+        record = await context_of(info).loader(post_loader).load(self.slug)
+        self._body = record.body if record else ""
         return self._body
 
     @strawberry.field
-    async def author(self, info: Info) -> User:
-        return await require_user(info, self._author)
+    def author(self, info: Info) -> User:
+        if self._author_user is not None:
+            return self._author_user
+        return require_user(info, self._author)  # type: ignore[return-value]
 
     @strawberry.field
-    async def comment_count(self, info: Info) -> int:
-        return await context_of(info).loader(comment_count_loader).load(self.slug)
+    def comment_count(self, info: Info) -> int:
+        if self._comment_count is not None:
+            return self._comment_count
+        return context_of(info).loader(comment_count_loader).load(self.slug)  # type: ignore[return-value]
 
     @strawberry.field(description="Oldest first.")
     async def comments(
@@ -124,8 +190,10 @@ class BlogQuery:
         size = page_size(info, first, POSTS_PAGE)
         position = timeline_position(after)
         page = await context_of(info).store(PostStore).timeline(timeline, first=size, after=position)
+        posts = await Post.list_of(info, [summary for _, summary in page.items])
         return Connection.of(
-            [(position_cursor(pos), Post.of(summary)) for pos, summary in page.items], page.has_next
+            [(position_cursor(pos), post) for (pos, _), post in zip(page.items, posts, strict=True)],
+            page.has_next,
         )
 
 

@@ -43,6 +43,7 @@ class BlogUserFields:
         past = author_position(after)
         login: str = self.login  # type: ignore[attr-defined]
         posts, has_next = await context_of(info).store(PostStore).by_author(login, first=size, after=past)
+        nodes = await Post.list_of(info, posts)
         return Connection.of(
-            [(author_cursor(post.id), Post.of(post)) for post in posts], has_next
+            [(author_cursor(post.id), node) for post, node in zip(posts, nodes, strict=True)], has_next
         )
