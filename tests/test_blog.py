@@ -7,7 +7,8 @@ from uuid import UUID, uuid1, uuid4
 
 import pytest
 
-from gateway.graph.pagination import encode_cursor
+from gateway.db.timeline import Position
+from gateway.graph.pagination import position_cursor
 from tests.client import Api
 from tests.test_blog_support import (
     ADD_COMMENT,
@@ -231,9 +232,9 @@ async def test_comment_on_a_malformed_slug_names_the_slug(api: Api) -> None:
         ({"first": 101}, "QUERY_TOO_COMPLEX", "first"),
         ({"after": "not a cursor"}, "BAD_USER_INPUT", "after"),
         # Well-formed, but its id is a random (version 4) UUID, not a timeuuid.
-        ({"after": encode_cursor({"b": 202601, "i": str(uuid4())})}, "BAD_USER_INPUT", "after"),
+        ({"after": position_cursor(Position(202601, uuid4()))}, "BAD_USER_INPUT", "after"),
         # A bucket beyond Cassandra's int.
-        ({"after": encode_cursor({"b": 10**11, "i": str(uuid1())})}, "BAD_USER_INPUT", "after"),
+        ({"after": position_cursor(Position(10**11, uuid1()))}, "BAD_USER_INPUT", "after"),
     ],
 )
 async def test_posts_arguments_are_validated(

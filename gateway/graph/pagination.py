@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 from uuid import UUID
@@ -88,18 +89,31 @@ def decode_cursor(cursor: str | None, field: str = "after") -> dict[str, Any] | 
     return payload
 
 
+_POSITION = struct.Struct(">q16s")
+
+
 def position_cursor(position: Position) -> str:
-    return encode_cursor({"b": position.bucket, "i": str(position.item_id)})
+    """A (bucket, timeuuid) position as 32 URL-safe characters.
+
+    Packed bytes rather than JSON: list pages encode one cursor per edge, and
+    ``json.dumps`` there cost as much CPU as building the page's items."""
+    raw = _POSITION.pack(position.bucket, position.item_id.bytes)
+    return base64.urlsafe_b64encode(raw).decode()
 
 
 def decode_position(cursor: str | None, field: str = "after") -> Position | None:
-    payload = decode_cursor(cursor, field)
-    if payload is None:
+    if cursor is None:
         return None
     try:
-        return Position(bucket=int(payload["b"]), item_id=UUID(str(payload["i"])))
-    except (KeyError, ValueError, TypeError) as exc:
+        raw = base64.urlsafe_b64decode(cursor.encode("ascii") + b"=" * (-len(cursor) % 4))
+        bucket, item = _POSITION.unpack(raw)
+        position = Position(bucket=bucket, item_id=UUID(bytes=item))
+    except (binascii.Error, ValueError, UnicodeEncodeError, struct.error) as exc:
         raise BadUserInput(field, "Invalid cursor.") from exc
+    if position.item_id.version != 1:
+        # Cassandra compares timeuuids only with timeuuids.
+        raise BadUserInput(field, "Invalid cursor.")
+    return position
 
 
 def page_size(info: Info | None, first: int | None, default: int) -> int:
