@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from datetime import datetime
 
 import strawberry
@@ -15,7 +15,8 @@ from gateway.contacts.store import BookEntry, LinkedIdentity
 from gateway.graph.context import context_of
 from gateway.graph.errors import BadUserInput
 from gateway.graph.pagination import Connection, decode_cursor, encode_cursor, page_size
-from gateway.users.schema import User, load_user, load_users
+from gateway.rooms.prefetch import selects, users_by_login
+from gateway.users.schema import User, load_users
 
 _HASH_HEX = re.compile(r"^[0-9a-f]{64}$")
 
@@ -35,33 +36,38 @@ class Identity:
 
 @strawberry.type(description="An entry of your uploaded address book.")
 class Contact:
+    """Every field, ``user`` included, is filled at construction (see :meth:`list_of`):
+    plain attributes resolve on Strawberry's fast path."""
+
     network: str
     network_id: str = strawberry.field(description="Normalised: phone numbers in E.164, emails lower-case.")
     name: str | None
     discovered_at: datetime | None = strawberry.field(
         description="When the owner of this identity became known to you; null until then."
     )
-    _owner: strawberry.Private[str | None]
-
-    @strawberry.field(description="The registered user who owns this identity, once known.")
-    def user(self, info: Info) -> User | None:
-        """Not a coroutine function: most contacts of a large upload have no owner, and
-        answering those with a plain None spares graphql-core a coroutine each. The
-        owned ones return the loader's awaitable, which the executor awaits."""
-        if self._owner is None:
-            return None
-        return load_user(info, self._owner)  # type: ignore[return-value]
+    user: User | None = strawberry.field(
+        description="The registered user who owns this identity, once known."
+    )
 
     @classmethod
-    def of(cls, entry: BookEntry) -> Contact:
+    def of(cls, entry: BookEntry, users: Mapping[str, User]) -> Contact:
         assert entry.network_id is not None
         return cls(
             network=entry.network,
             network_id=entry.network_id,
             name=entry.name,
             discovered_at=entry.discovered_at,
-            _owner=entry.owner,
+            user=users.get(entry.owner) if entry.owner is not None else None,
         )
+
+    @classmethod
+    async def list_of(cls, info: Info, entries: list[BookEntry]) -> list[Contact]:
+        """Contacts with their owners, loaded in one batch when the query selects ``user``
+        (left null otherwise, as nothing reads them)."""
+        users: Mapping[str, User] = {}
+        if selects(info, "user"):
+            users = await users_by_login(info, (e.owner for e in entries if e.owner is not None))
+        return [cls.of(entry, users) for entry in entries]
 
 
 @strawberry.type(description="The outcome of an address-book upload.")
@@ -123,7 +129,10 @@ class ContactsMe:
             raise BadUserInput("after", "This cursor belongs to another network.")
         directory = context_of(info).store(ContactDirectory)
         entries, has_next = await directory.store.page(self.login, network=only, after=position, limit=size)
-        return Connection.of([(_contact_cursor(e), Contact.of(e)) for e in entries], has_next)
+        contacts = await Contact.list_of(info, entries)
+        return Connection.of(
+            [(_contact_cursor(e), c) for e, c in zip(entries, contacts, strict=True)], has_next
+        )
 
 
 @strawberry.type
@@ -150,7 +159,8 @@ class ContactsMutation:
         result = await directory.upload_contacts(
             login, network, [UploadedContact(c.network_id, c.name) for c in contacts]
         )
-        return ContactSync(contacts=[Contact.of(e) for e in result.contacts], _discovered=result.discovered)
+        synced = await Contact.list_of(info, result.contacts)
+        return ContactSync(contacts=synced, _discovered=result.discovered)
 
 
 @strawberry.type
@@ -170,4 +180,5 @@ class ContactsSubscription:
                 entry = await directory.store.entry(login, message.network, message.identity_hash)
                 if entry is None or entry.leftover or entry.owner is None:
                     continue
-                yield Contact.of(entry)
+                [contact] = await Contact.list_of(info, [entry])
+                yield contact

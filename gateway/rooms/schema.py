@@ -52,9 +52,35 @@ def actions(context: Context) -> RoomActions:
 
 @strawberry.type(description="A chat room. Anyone may see rooms and who is in them.")
 class Room:
+    """Fields known from the record are filled at construction: plain attributes resolve
+    on Strawberry's fast path."""
+
+    # The user fields are plain resolvers that return either the prefetched value or
+    # an awaitable (which graphql-core awaits): a list resolved from prefetched users
+    # then needs no awaitable per item.
+
+    def _creator(self, info: Info) -> User:
+        from gateway.users.schema import require_user
+
+        login = self._record.creator_login
+        if self._users is not None and login in self._users:
+            return self._users[login]
+        return require_user(info, login)  # type: ignore[return-value]
+
+    def _participants(self, info: Info) -> list[User]:
+        from gateway.users.schema import load_users
+
+        logins = sorted(self._record.participants)
+        if self._users is not None and all(login in self._users for login in logins):
+            return [self._users[login] for login in logins]
+        return load_users(info, logins)  # type: ignore[return-value]
+
     name: str
     banner: str | None
     created_at: datetime
+    creator: LazyUser = strawberry.field(resolver=_creator)
+    participants: list[LazyUser] = strawberry.field(resolver=_participants, description="Ordered by login.")
+    participant_count: int
     _record: strawberry.Private[RoomRecord]
     #: Users prefetched by a list resolver (see ``gateway.rooms.prefetch``); None: not prefetched.
     _users: strawberry.Private[dict[str, User] | None] = None
@@ -65,6 +91,7 @@ class Room:
             name=record.name,
             banner=record.banner,
             created_at=record.created_at,
+            participant_count=len(record.participants),
             _record=record,
             _users=users,
         )
@@ -80,32 +107,6 @@ class Room:
             logins.update(login for r in records for login in r.participants)
         users = await users_by_login(info, logins) if logins else None
         return [cls.of(record, users) for record in records]
-
-    # The user fields below are plain resolvers that return either the prefetched
-    # value or an awaitable (which graphql-core awaits): a list resolved from
-    # prefetched users then needs no awaitable per item.
-
-    @strawberry.field
-    def creator(self, info: Info) -> LazyUser:
-        from gateway.users.schema import require_user
-
-        login = self._record.creator_login
-        if self._users is not None and login in self._users:
-            return self._users[login]
-        return require_user(info, login)  # type: ignore[return-value]
-
-    @strawberry.field(description="Ordered by login.")
-    def participants(self, info: Info) -> list[LazyUser]:
-        from gateway.users.schema import load_users
-
-        logins = sorted(self._record.participants)
-        if self._users is not None and all(login in self._users for login in logins):
-            return [self._users[login] for login in logins]
-        return load_users(info, logins)  # type: ignore[return-value]
-
-    @strawberry.field
-    def participant_count(self) -> int:
-        return len(self._record.participants)
 
     @strawberry.field(
         description="Newest first. Participants only: FORBIDDEN for others, UNAUTHENTICATED when "
@@ -126,9 +127,10 @@ class Room:
         authors = None
         if selects(info, "author"):
             authors = await users_by_login(info, (m.author_login for _, m in page.items if m.author_login))
+        room = Room.of(self._record)
         return Connection.of(
             [
-                (position_cursor(pos), RoomMessage.of(message, self._record, authors))
+                (position_cursor(pos), RoomMessage.of(message, room, authors))
                 for pos, message in page.items
             ],
             page.has_next,
@@ -137,32 +139,29 @@ class Room:
 
 @strawberry.type(description="A message in a room; system messages (joins, leaves) have no author.")
 class RoomMessage:
+    """Fields other than ``author`` are filled at construction: plain attributes resolve
+    on Strawberry's fast path."""
+
     id: strawberry.ID
     content: str
     system_message: bool
     posted_at: datetime
+    room: Room = strawberry.field(description="The room as it stood when the message was read or delivered.")
     _author_login: strawberry.Private[str | None]
-    _room: strawberry.Private[RoomRecord]
     #: Authors prefetched by the page resolver; None: not prefetched.
     _authors: strawberry.Private[dict[str, User] | None] = None
 
     @classmethod
-    def of(
-        cls, record: RoomMessageRecord, room: RoomRecord, authors: dict[str, User] | None = None
-    ) -> RoomMessage:
+    def of(cls, record: RoomMessageRecord, room: Room, authors: dict[str, User] | None = None) -> RoomMessage:
         return cls(
             id=strawberry.ID(str(record.id)),
             content=record.content,
             system_message=record.system_message,
             posted_at=record.posted_at,
+            room=room,
             _author_login=record.author_login,
-            _room=room,
             _authors=authors,
         )
-
-    @strawberry.field(description="The room as it stood when the message was read or delivered.")
-    def room(self) -> Room:
-        return Room.of(self._room)
 
     @strawberry.field(description="Null for system messages.")
     def author(self, info: Info) -> LazyUser | None:
@@ -275,7 +274,7 @@ class RoomMutation:
         message, record = await actions(context).post(
             viewer, rules.room_name(room, "room"), rules.content(content)
         )
-        return RoomMessage.of(message, record)
+        return RoomMessage.of(message, Room.of(record))
 
 
 @strawberry.type
@@ -300,6 +299,6 @@ class RoomSubscription:
                 if not isinstance(event, RoomEvent) or event.room.id != record.id:
                     continue
                 context.fresh()
-                yield RoomMessage.of(event.message, event.room)
+                yield RoomMessage.of(event.message, Room.of(event.room))
                 if event.ends_subscription_of(viewer):
                     return
