@@ -16,8 +16,8 @@ from gateway.blog.store import ALL_POSTS, PostDraft, PostRecord, PostStore, Post
 from gateway.graph.context import context_of
 from gateway.graph.errors import Conflict, NotFound
 from gateway.graph.pagination import Connection, page_size, position_cursor
-from gateway.rooms.prefetch import selects, users_by_login
-from gateway.users.schema import User, require_user
+from gateway.graph.selection import selects
+from gateway.users.schema import User, require_user, users_by_login
 
 POSTS_PAGE = 10
 COMMENTS_PAGE = 50

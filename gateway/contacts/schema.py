@@ -15,8 +15,8 @@ from gateway.contacts.store import BookEntry, LinkedIdentity
 from gateway.graph.context import context_of
 from gateway.graph.errors import BadUserInput
 from gateway.graph.pagination import Connection, decode_cursor, encode_cursor, page_size
-from gateway.rooms.prefetch import selects, users_by_login
-from gateway.users.schema import User, load_users
+from gateway.graph.selection import selects
+from gateway.users.schema import User, load_users, users_by_login
 
 _HASH_HEX = re.compile(r"^[0-9a-f]{64}$")
 

@@ -16,6 +16,7 @@ from gateway.graph import validation
 from gateway.graph.context import context_of
 from gateway.graph.errors import BadUserInput, Conflict, NotFound
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.selection import selects
 from gateway.mail.loaders import unread_counts_loader
 from gateway.mail.names import download_path, unique_filenames
 from gateway.mail.records import (
@@ -29,9 +30,8 @@ from gateway.mail.records import (
 )
 from gateway.mail.store import MailStore, NotInFolder, new_email_id
 from gateway.mail.uploads import MAX_FILES, RefusedUpload, StoredUpload
-from gateway.rooms.prefetch import selects, users_by_login
 from gateway.users.loaders import user_loader
-from gateway.users.schema import User, load_users, require_user
+from gateway.users.schema import User, load_users, require_user, users_by_login
 
 LABEL = re.compile(r"^[a-z0-9][a-z0-9_-]{0,29}$")
 COLOR = re.compile(r"^#[0-9a-f]{6}$")

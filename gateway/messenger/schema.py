@@ -13,13 +13,13 @@ from gateway.graph import validation
 from gateway.graph.context import context_of
 from gateway.graph.errors import BadUserInput, NotFound
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.selection import selects
 from gateway.messenger.events import message_events, publish_message
 from gateway.messenger.loaders import partner_loader
 from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
 from gateway.messenger.store import MessengerStore
-from gateway.rooms.prefetch import selects, users_by_login
 from gateway.users.loaders import user_loader
-from gateway.users.schema import User, load_user, require_user
+from gateway.users.schema import User, load_user, require_user, users_by_login
 
 CONTENT_MAX = 4000
 CLIENT_MESSAGE_ID_MAX = 100

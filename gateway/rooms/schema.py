@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
@@ -22,19 +22,27 @@ from gateway.graph.pagination import (
     page_size,
     position_cursor,
 )
+from gateway.graph.selection import selects
 from gateway.rooms import rules
 from gateway.rooms.actions import RoomActions
 from gateway.rooms.events import RoomEvent, room_channel
 from gateway.rooms.history import RoomHistory, RoomMessageRecord
 from gateway.rooms.loaders import room_loader
 from gateway.rooms.paging_state import InvalidPagingState, checked_paging_state
-from gateway.rooms.prefetch import selects, users_by_login
 from gateway.rooms.store import SCAN_DRIFT, RoomRecord, RoomStore, ScanPosition
 
 if TYPE_CHECKING:
     from gateway.users.schema import User
 
 LazyUser = Annotated["User", strawberry.lazy("gateway.users.schema")]
+
+
+async def users_by_login(info: Info, logins: Iterable[str]) -> dict[str, User]:
+    """``gateway.users.schema.users_by_login``, imported late: the users schema
+    imports this domain's ``User.rooms`` mixin."""
+    from gateway.users.schema import users_by_login as load
+
+    return await load(info, logins)
 
 ROOMS_PAGE = 20
 MESSAGES_PAGE = 50

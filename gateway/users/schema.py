@@ -63,6 +63,14 @@ async def load_users(info: Info, logins: Iterable[str]) -> list[User]:
     return [User.of(r) for r in records if r is not None]
 
 
+async def users_by_login(info: Info, logins: Iterable[str]) -> dict[str, User]:
+    """The users of ``logins`` (those that exist), loaded in one batch: list
+    resolvers hand them to their items (see ``gateway/graph/selection.py``)."""
+    wanted = sorted(set(logins))
+    records = await context_of(info).loader(user_loader).load_many(wanted)
+    return {login: User.of(record) for login, record in zip(wanted, records, strict=True) if record}
+
+
 async def require_user(info: Info, login: str) -> User:
     """A user that must exist (the acting user, a message's author ...)."""
     user = await load_user(info, login)
