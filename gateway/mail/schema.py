@@ -319,12 +319,14 @@ class MailMutation:
         await store.deliver(email)
         return Email.of(email, Placement.delivered(email, login))
 
-    @strawberry.mutation(description="Mark an email read (or unread with read: false).")
-    async def mark_email_read(self, info: Info, id: strawberry.ID, read: bool = True) -> Email:
+    @strawberry.mutation(
+        description="Mark an email read (or unread with read: false; null counts as true)."
+    )
+    async def mark_email_read(self, info: Info, id: strawberry.ID, read: bool | None = True) -> Email:
         context = context_of(info)
         login = await context.require_viewer()
         email = await _require_email(info, login, id)
-        placement = await context.store(MailStore).set_read(login, email, read)
+        placement = await context.store(MailStore).set_read(login, email, read is not False)
         return Email.of(email, placement)
 
     @strawberry.mutation(description="Move an email between two of your folders.")
