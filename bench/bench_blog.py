@@ -34,25 +34,11 @@ ADD_COMMENT = """mutation($slug: String!, $input: CommentInput!) {
   addComment(slug: $slug, input: $input) { id postedAt } }"""
 
 
-async def _sign_up(target: Target, login: str) -> str:
-    body = await target.graphql(
-        """mutation($input: SignUpInput!) { signUp(input: $input) { token } }""",
-        {
-            "input": {
-                "login": login,
-                "password": "bench-password",
-                "firstname": login.title(),
-                "lastname": "Writer",
-                "email": f"{login}@example.com",
-            }
-        },
-    )
-    return str(body["data"]["signUp"]["token"])
 
 
 async def _seed(target: Target) -> list[str]:
     """10 authors with 3 posts each (2 tags, a few comments), one post with 50 comments."""
-    tokens = [await _sign_up(target, f"writer{i}") for i in range(AUTHORS)]
+    tokens = [await target.sign_up(f"writer{i}") for i in range(AUTHORS)]
     for round_ in range(POSTS_PER_AUTHOR):
         for i, token in enumerate(tokens):
             slug = f"post-{round_}-{i}"

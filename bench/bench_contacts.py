@@ -47,13 +47,6 @@ def book(seed: int, owned: list[str]) -> list[dict[str, str]]:
     return contacts
 
 
-async def sign_up(target: Target, login: str) -> str:
-    body = await target.graphql(
-        """mutation($login: String!) { signUp(input: {login: $login, password: "bench-password",
-           firstname: "Bench", lastname: "User", email: "bench@example.com"}) { token } }""",
-        {"login": login},
-    )
-    return str(body["data"]["signUp"]["token"])
 
 
 async def main() -> None:
@@ -62,13 +55,13 @@ async def main() -> None:
         owners = [f"own{tag}{n}" for n in range(OWNERS)]
         owner_phones = [f"+44 79 {n:08d}" for n in range(OWNERS)]
         for login, phone in zip(owners, owner_phones, strict=True):
-            token = await sign_up(target, login)
+            token = await target.sign_up(login)
             await target.graphql(
                 'mutation($id: String!) { linkIdentity(network: "tel", networkId: $id) { networkId } }',
                 {"id": phone},
                 token,
             )
-        uploaders = [await sign_up(target, f"up{tag}{n}") for n in range(UPLOADS + 1)]
+        uploaders = [await target.sign_up(f"up{tag}{n}") for n in range(UPLOADS + 1)]
         books = [book(n, owner_phones) for n in range(UPLOADS + 1)]
         directory = ContactDirectory(target.db, target.settings)
         raw = RawContacts(target, directory)
@@ -107,7 +100,7 @@ async def main() -> None:
                 warmup=1,
             ),
         ]
-        reader = await sign_up(target, f"reader{tag}")
+        reader = await target.sign_up(f"reader{tag}")
         reader_book = [{"networkId": p, "name": f"Owner {n}"} for n, p in enumerate(owner_phones)]
         reader_book += [{"networkId": f"+1 199 {n:07d}", "name": f"Other {n}"} for n in range(50)]
         await target.graphql(UPLOAD, {"network": "tel", "contacts": reader_book}, reader)

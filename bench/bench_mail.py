@@ -41,20 +41,6 @@ SEND = """mutation($input: EmailInput!) { sendEmail(input: $input) { id } }"""
 MARK = """mutation($id: ID!, $read: Boolean) { markEmailRead(id: $id, read: $read) { id read } }"""
 
 
-async def _sign_up(target: Target, login: str) -> str:
-    body = await target.graphql(
-        """mutation($input: SignUpInput!) { signUp(input: $input) { token } }""",
-        {
-            "input": {
-                "login": login,
-                "password": "bench-password",
-                "firstname": login.title(),
-                "lastname": "Bench",
-                "email": f"{login}@example.com",
-            }
-        },
-    )
-    return str(body["data"]["signUp"]["token"])
 
 
 async def _upload(target: Target, token: str, to: str, content: bytes) -> dict[str, Any]:
@@ -77,8 +63,8 @@ async def _upload(target: Target, token: str, to: str, content: bytes) -> dict[s
 
 async def main() -> None:
     async with gateway_under_test() as target:
-        reader = await _sign_up(target, "reader")
-        senders = [await _sign_up(target, f"sender{i}") for i in range(SENDERS)]
+        reader = await target.sign_up("reader")
+        senders = [await target.sign_up(f"sender{i}") for i in range(SENDERS)]
         for i in range(INBOX_SIZE):
             await target.graphql(
                 SEND,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bench.harness import Target, counted, gateway_under_test, measure, report
+from bench.harness import counted, gateway_under_test, measure, report
 from gateway.messenger.model import conversation_id
 from gateway.messenger.store import MessengerStore
 from gateway.users.store import SessionStore, UserStore
@@ -34,21 +34,14 @@ SEND = """mutation($to: String!, $content: String!) {
 }"""
 
 
-async def sign_up(target: Target, login: str) -> str:
-    body = await target.graphql(
-        """mutation($login: String!) { signUp(input: {login: $login, password: "bench-password",
-           firstname: "Bench", lastname: "User", email: "bench@example.com"}) { token } }""",
-        {"login": login},
-    )
-    return str(body["data"]["signUp"]["token"])
 
 
 async def main() -> None:
     async with gateway_under_test() as target:
         owner = "benchowner"
-        owner_token = await sign_up(target, owner)
+        owner_token = await target.sign_up(owner)
         logins = [f"benchpartner{n}" for n in range(PARTNERS)]
-        tokens = await asyncio.gather(*(sign_up(target, login) for login in logins))
+        tokens = await asyncio.gather(*(target.sign_up(login) for login in logins))
         for token in tokens:
             await target.graphql(SEND, {"to": owner, "content": "hello from a partner"}, token)
         for n in range(60):

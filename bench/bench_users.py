@@ -16,11 +16,7 @@ CONCURRENCY = 32
 
 async def main() -> None:
     async with gateway_under_test() as target:
-        body = await target.graphql(
-            """mutation { signUp(input: {login: "benchuser", password: "bench-password",
-               firstname: "Bench", lastname: "User", email: "bench@example.com"}) { token } }"""
-        )
-        token = body["data"]["signUp"]["token"]
+        token = await target.sign_up("benchuser")
         users = UserStore(target.db, target.settings)
         sessions = SessionStore(target.db, target.settings)
 

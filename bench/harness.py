@@ -66,6 +66,22 @@ class Target:
             raise RuntimeError(f"GraphQL errors: {body['errors']}")
         return body
 
+    async def sign_up(self, login: str) -> str:
+        """A new user's bearer token."""
+        body = await self.graphql(
+            """mutation($input: SignUpInput!) { signUp(input: $input) { token } }""",
+            {
+                "input": {
+                    "login": login,
+                    "password": "bench-password",
+                    "firstname": login.title(),
+                    "lastname": "Bench",
+                    "email": f"{login}@example.com",
+                }
+            },
+        )
+        return str(body["data"]["signUp"]["token"])
+
 
 def _free_port() -> int:
     with socket.socket() as sock:
