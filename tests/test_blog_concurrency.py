@@ -85,7 +85,8 @@ async def test_a_post_whose_filing_never_landed_heals_when_its_author_retries(
     filing batch did not (the client got UNAVAILABLE): readable by slug, absent
     from every list. The author's retry files it, without counting it twice."""
     from gateway.app import SERVICES
-    from gateway.blog.ids import new_id, time_of
+    from gateway.db.clock import new_timeuuid as new_id
+    from gateway.db.clock import time_of
 
     author = await api.sign_up("heal")
     slug = unique_slug("half")

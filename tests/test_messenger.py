@@ -11,7 +11,8 @@ import pytest
 from aiohttp import web
 
 from gateway.app import SERVICES
-from gateway.messenger.model import MessageRecord, conversation_id, new_message_id, sent_at_of
+from gateway.db.clock import new_timeuuid, time_of
+from gateway.messenger.model import MessageRecord, conversation_id
 from gateway.messenger.store import MessengerStore
 from tests.client import Account, Api, unique_login
 
@@ -226,10 +227,10 @@ async def test_a_send_that_failed_after_counting_heals_on_retry(api: Api, app: w
     writes the message under the claimed id and counts nothing twice."""
     alice = await api.sign_up("alice")
     bob = await api.sign_up("bob")
-    lost_id = new_message_id()
+    lost_id = new_timeuuid()
     store = store_of(app)
     counted = await store.unread.count_received(
-        bob.login, alice.login, lost_id, sent_at_of(lost_id), "outbox-9"
+        bob.login, alice.login, lost_id, time_of(lost_id), "outbox-9"
     )
     assert counted.first
     assert await all_message_ids(api, bob, alice.login) == []
@@ -248,7 +249,7 @@ async def test_two_messages_in_the_same_millisecond_both_survive(api: Api, app: 
     bob = await api.sign_up("bob")
     store = store_of(app)
     instant = 1_767_225_600_123_456_789  # the very same nanosecond, twice
-    twins = [MessageRecord(new_message_id(instant), alice.login, bob.login, f"twin {n}") for n in range(2)]
+    twins = [MessageRecord(new_timeuuid(instant), alice.login, bob.login, f"twin {n}") for n in range(2)]
     assert twins[0].id != twins[1].id
     for twin in twins:
         await store.write_message(twin)

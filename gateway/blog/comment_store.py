@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from gateway.blog.ids import new_id, time_of
-from gateway.blog.store import IN_CHUNK, chunks
+from gateway.db.clock import new_timeuuid, time_of
 from gateway.db.session import Database, Row
 from gateway.db.timeline import Page, Position, bucket_of_timeuuid, read_page, validate_granularity
 from gateway.settings import Settings
@@ -55,7 +54,7 @@ class CommentStore:
         comment that is not there; a counter increment is not idempotent and is
         not retried.
         """
-        comment = CommentRecord(id=new_id(), slug=slug, name=name, email=email, text=text)
+        comment = CommentRecord(id=new_timeuuid(), slug=slug, name=name, email=email, text=text)
         bucket = bucket_of_timeuuid(comment.id, self.granularity)
         await self.db.batch(
             [
@@ -105,14 +104,8 @@ class CommentStore:
 
     async def counts(self, slugs: Iterable[str]) -> dict[str, int]:
         """``Post.commentCount`` of many posts: one ``IN`` read per 100."""
-        counts: dict[str, int] = {}
-        for chunk in chunks(slugs):
-            result = await self.db.execute(
-                "SELECT slug, comments FROM comment_counts WHERE slug IN ?", (chunk,), fetch_size=IN_CHUNK
-            )
-            for row in result.rows:
-                counts[row["slug"]] = int(row["comments"] or 0)
-        return counts
+        rows = await self.db.select_in("SELECT slug, comments FROM comment_counts WHERE slug IN ?", slugs)
+        return {row["slug"]: int(row["comments"] or 0) for row in rows}
 
     async def recount(self, slug: str) -> tuple[int, int]:
         """Move ``comment_counts`` to the number of stored comments; (before, after).

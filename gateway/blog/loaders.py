@@ -5,7 +5,8 @@ from __future__ import annotations
 from strawberry.dataloader import DataLoader
 
 from gateway.blog.comment_store import CommentStore
-from gateway.blog.store import IN_CHUNK, PostRecord, PostStore
+from gateway.blog.store import PostRecord, PostStore
+from gateway.db.session import IN_CHUNK
 from gateway.graph.context import Context
 
 

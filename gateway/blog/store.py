@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from gateway.blog.ids import new_id, time_of
+from gateway.db.clock import new_timeuuid, time_of
 from gateway.db.session import Database, Params, Row
 from gateway.db.timeline import Page, Position, bucket_of_timeuuid, read_page, validate_granularity
 from gateway.settings import Settings
@@ -16,16 +16,6 @@ from gateway.settings import Settings
 #: The tag every post is also filed under: the "all posts" timeline. Not a valid
 #: tag (tags are ``[a-z0-9-]``), so no real tag can collide with it.
 ALL_POSTS = "*"
-
-#: The most keys one ``IN`` read carries; more are split into several reads.
-IN_CHUNK = 100
-
-
-def chunks(keys: Iterable[str], size: int = IN_CHUNK) -> Iterable[list[str]]:
-    wanted = sorted(set(keys))
-    for start in range(0, len(wanted), size):
-        yield wanted[start : start + size]
-
 
 @dataclass(frozen=True)
 class PostDraft:
@@ -117,7 +107,7 @@ class PostStore:
         post whose filing never landed heals. Only the winner of the claim moves
         the author's post counter, so retries never count a post twice.
         """
-        item_id = new_id()
+        item_id = new_timeuuid()
         claim = await self.db.execute(
             "INSERT INTO posts (slug, id, author, title, body, tags, published_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
@@ -197,15 +187,8 @@ class PostStore:
 
     async def get_many(self, slugs: Iterable[str]) -> dict[str, PostRecord]:
         """Posts by slug: one ``IN`` read per 100 distinct slugs."""
-        found: dict[str, PostRecord] = {}
-        for chunk in chunks(slugs):
-            result = await self.db.execute(
-                f"SELECT {_POST_COLUMNS} FROM posts WHERE slug IN ?", (chunk,), fetch_size=IN_CHUNK
-            )
-            for row in result.rows:
-                if row["id"] is not None:
-                    found[row["slug"]] = PostRecord.from_row(row)
-        return found
+        rows = await self.db.select_in(f"SELECT {_POST_COLUMNS} FROM posts WHERE slug IN ?", slugs)
+        return {row["slug"]: PostRecord.from_row(row) for row in rows if row["id"] is not None}
 
     async def timeline(self, tag: str, *, first: int, after: Position | None) -> Page[PostSummary]:
         """The posts filed under ``tag`` (``ALL_POSTS`` for all), newest first, across buckets."""
@@ -262,14 +245,8 @@ class PostStore:
 
     async def post_counts(self, authors: Iterable[str]) -> dict[str, int]:
         """``User.postCount`` of many authors: one ``IN`` read per 100."""
-        counts: dict[str, int] = {}
-        for chunk in chunks(authors):
-            result = await self.db.execute(
-                "SELECT author, posts FROM post_counts WHERE author IN ?", (chunk,), fetch_size=IN_CHUNK
-            )
-            for row in result.rows:
-                counts[row["author"]] = int(row["posts"] or 0)
-        return counts
+        rows = await self.db.select_in("SELECT author, posts FROM post_counts WHERE author IN ?", authors)
+        return {row["author"]: int(row["posts"] or 0) for row in rows}
 
     async def recount_author(self, author: str) -> tuple[int, int]:
         """Move ``post_counts`` to the number of posts filed under ``author``; (before, after).

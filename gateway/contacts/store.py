@@ -9,7 +9,7 @@ from datetime import datetime
 
 from gateway.contacts.bounded import InFlightLimit
 from gateway.db import clock
-from gateway.db.session import Database, Params, Row
+from gateway.db.session import Database, Params, Row, chunked
 from gateway.settings import Settings
 
 #: Identity hashes per ``IN`` read of the owners table: 5000 contacts are 50 reads.
@@ -67,10 +67,6 @@ class BookEntry:
     @property
     def leftover(self) -> bool:
         return self.network_id is None
-
-
-def _chunks(items: Sequence[bytes], size: int) -> list[list[bytes]]:
-    return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
 _BOOK_COLUMNS = "network, identity_hash, network_id, name, owner, discovered_at"
@@ -135,11 +131,11 @@ class ContactStore:
         """Owners of the given identities: one ``IN`` read per 100, run concurrently."""
         found: dict[bytes, str] = {}
 
-        def lookup(chunk: list[bytes]) -> Callable[[], Awaitable[None]]:
+        def lookup(chunk: Sequence[bytes]) -> Callable[[], Awaitable[None]]:
             async def read() -> None:
                 result = await self.db.execute(
                     "SELECT identity_hash, login FROM identity_owners WHERE identity_hash IN ?",
-                    (chunk,),
+                    (list(chunk),),
                     fetch_size=OWNER_LOOKUP_CHUNK,
                 )
                 for row in result.rows:
@@ -147,7 +143,7 @@ class ContactStore:
 
             return read
 
-        await self._each([lookup(chunk) for chunk in _chunks(hashes, OWNER_LOOKUP_CHUNK)])
+        await self._each([lookup(chunk) for chunk in chunked(hashes, OWNER_LOOKUP_CHUNK)])
         return found
 
     # -- the reverse index --------------------------------------------------

@@ -1,8 +1,22 @@
-"""Time as Cassandra stores it: UTC, millisecond precision."""
+"""Time as Cassandra stores it: UTC timestamps at millisecond precision, and timeuuids.
+
+Ids of messages, comments, posts and emails are version-1 UUIDs (``timeuuid``)
+of the moment they were made. Clock sequence and node are random (62 bits), so
+two ids made in the same 100 ns tick, in one process or many, still differ and
+a guessed id is hopeless. The id is the item's position in its timeline and its
+time is the item's time, so the two can never disagree.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import secrets
+import time
+from datetime import UTC, datetime, timedelta
+from uuid import UUID
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: 100-nanosecond intervals between the UUID epoch (1582-10-15) and the Unix epoch.
+_UUID_EPOCH_OFFSET = 0x01B21DD213814000
 
 
 def now() -> datetime:
@@ -13,3 +27,32 @@ def now() -> datetime:
 def utc(moment: datetime) -> datetime:
     """A timestamp read from Cassandra (naive UTC) as an aware datetime."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def new_timeuuid(at_ns: int | None = None) -> UUID:
+    """A version-1 UUID of now (or of ``at_ns`` nanoseconds since the Unix epoch)."""
+    ns = time.time_ns() if at_ns is None else at_ns
+    timestamp = ns // 100 + _UUID_EPOCH_OFFSET
+    clock_seq = secrets.randbits(14)
+    node = secrets.randbits(48) | 0x010000000000  # multicast bit: not a MAC address
+    return UUID(
+        fields=(
+            timestamp & 0xFFFFFFFF,
+            (timestamp >> 32) & 0xFFFF,
+            ((timestamp >> 48) & 0x0FFF) | 0x1000,
+            ((clock_seq >> 8) & 0x3F) | 0x80,
+            clock_seq & 0xFF,
+            node,
+        )
+    )
+
+
+def micros_of(item_id: UUID) -> int:
+    """Microseconds since the Unix epoch encoded in a timeuuid."""
+    return (item_id.time - _UUID_EPOCH_OFFSET) // 10
+
+
+def time_of(item_id: UUID) -> datetime:
+    """A timeuuid's moment at the millisecond precision the API shows (exact integer
+    arithmetic, about twice as fast as the driver's ``datetime_from_uuid1``)."""
+    return _EPOCH + timedelta(milliseconds=micros_of(item_id) // 1000)

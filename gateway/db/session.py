@@ -18,10 +18,10 @@ import contextlib
 import functools
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cassandra import ConsistencyLevel, OperationTimedOut, RequestExecutionException
 from cassandra.auth import PlainTextAuthProvider
@@ -46,6 +46,7 @@ from gateway.settings import Settings
 log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
+T = TypeVar("T")
 
 
 class _PreparedKeyspaceWarningFilter(logging.Filter):
@@ -124,6 +125,15 @@ _UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 Params = Sequence[Any] | dict[str, Any] | None
+
+#: The most keys one ``IN`` read carries. A multi-partition ``IN`` makes the
+#: coordinator fan out to every replica set it names; 100 keeps that bounded
+#: while a page of up to 100 items still costs a single round trip.
+IN_CHUNK = 100
+
+
+def chunked(items: Sequence[T], size: int = IN_CHUNK) -> list[Sequence[T]]:
+    return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 class Database:
@@ -262,6 +272,15 @@ class Database:
             if result.paging_state is None:
                 return rows
             paging_state = result.paging_state
+
+    async def select_in(self, cql: str, keys: Iterable[Any]) -> list[Row]:
+        """Rows of ``cql`` whose one ``?`` is ``IN ?``, for every distinct key:
+        one read per ``IN_CHUNK`` keys, the reads in flight together."""
+        wanted = sorted(set(keys))
+        pages = await asyncio.gather(
+            *(self.execute(cql, (list(chunk),), fetch_size=IN_CHUNK) for chunk in chunked(wanted))
+        )
+        return [row for page in pages for row in page.rows]
 
     async def batch(
         self, statements: Sequence[tuple[str, Params]], *, logged: bool = True

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Generic, TypeVar
 from uuid import UUID
 
-from cassandra.util import datetime_from_uuid1
+from gateway.db import clock
 
 T = TypeVar("T")
 
@@ -54,7 +54,7 @@ def bucket_of(moment: datetime, granularity: str) -> int:
 
 
 def bucket_of_timeuuid(item_id: UUID, granularity: str) -> int:
-    return bucket_of(datetime_from_uuid1(item_id).replace(tzinfo=UTC), granularity)
+    return bucket_of(clock.time_of(item_id), granularity)
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from uuid import UUID
 
-from cassandra.util import datetime_from_uuid1
+from gateway.db.clock import micros_of, time_of
 
 INBOX = "inbox"
 SENT = "sent"
@@ -15,22 +15,9 @@ SYSTEM_FOLDERS = (INBOX, SENT)
 SYSTEM_COLORS = {INBOX: "#1a73e8", SENT: "#34a853"}
 DEFAULT_COLOR = "#9e9e9e"
 
-#: 100-nanosecond intervals between the UUID epoch (1582) and the Unix epoch.
-_UUID_EPOCH_OFFSET = 0x01B21DD213814000
-
-
-def micros_of(item_id: UUID) -> int:
-    """The time of a timeuuid in microseconds since the Unix epoch."""
-    return (item_id.time - _UUID_EPOCH_OFFSET) // 10
-
 
 def now_micros() -> int:
     return time.time_ns() // 1000
-
-
-def time_of(item_id: UUID) -> datetime:
-    moment = datetime_from_uuid1(item_id).replace(tzinfo=UTC)
-    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from strawberry.file_uploads import Upload
 from strawberry.types import Info
 
 from gateway.db import clock
+from gateway.db.clock import new_timeuuid
 from gateway.graph import validation
 from gateway.graph.context import context_of
 from gateway.graph.errors import BadUserInput, Conflict, NotFound
@@ -28,7 +29,7 @@ from gateway.mail.records import (
     FolderRecord,
     Placement,
 )
-from gateway.mail.store import MailStore, NotInFolder, new_email_id
+from gateway.mail.store import MailStore, NotInFolder
 from gateway.mail.uploads import MAX_FILES, RefusedUpload, StoredUpload
 from gateway.users.loaders import user_loader
 from gateway.users.schema import User, load_users, require_user, users_by_login
@@ -302,7 +303,7 @@ class MailMutation:
             raise BadUserInput("to", f"No such user: {', '.join(unknown)}.")
         names = unique_filenames(u.filename for u in uploads)
         email = EmailRecord(
-            id=new_email_id(),
+            id=new_timeuuid(),
             sender=login,
             recipients=recipients,
             subject=subject,

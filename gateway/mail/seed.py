@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
-from cassandra.util import uuid_from_time
-
 from gateway.db import clock
+from gateway.db.clock import new_timeuuid
 from gateway.db.session import Database
 from gateway.mail.attachments import AttachmentStore
 from gateway.mail.records import AttachmentRecord, EmailRecord
-from gateway.mail.store import MailStore, new_email_id
+from gateway.mail.store import MailStore
 from gateway.settings import Settings
 
 AGENDA = b"Agenda\n1. Tea\n2. Riddles\n3. More tea\n"
@@ -33,10 +30,10 @@ async def seed_mail(db: Database, settings: Settings) -> int:
     for sender, recipients, subject, body, with_agenda in DEMO_EMAILS:
         files: list[AttachmentRecord] = []
         if with_agenda:
-            attachment_id = uuid_from_time(time.time())
+            attachment_id = new_timeuuid()
             size, chunks = await attachments.write_bytes(attachment_id, AGENDA)
             files.append(AttachmentRecord("agenda.txt", "text/plain", size, chunks, attachment_id))
-        email = EmailRecord(new_email_id(), sender, recipients, subject, body, files)
+        email = EmailRecord(new_timeuuid(), sender, recipients, subject, body, files)
         await store.store_email(email)
         await store.deliver(email)
     if await store.folder("alice", "tea") is None:

@@ -19,12 +19,9 @@ Who owns which cells:
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from uuid import UUID
-
-from cassandra.util import uuid_from_time
 
 from gateway.db.lwt import compare_and_set
 from gateway.db.session import Database, Params, Row
@@ -51,11 +48,6 @@ RECOUNT_CONCURRENCY = 32
 
 class NotInFolder(Exception):
     """The email is not in the folder the caller named."""
-
-
-def new_email_id() -> UUID:
-    """A timeuuid with random node and clock sequence bits (62 bits nobody can guess)."""
-    return uuid_from_time(time.time())
 
 
 def _attachment_tuple(a: AttachmentRecord) -> tuple[str, str, int, int, UUID]:

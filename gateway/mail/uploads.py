@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +27,10 @@ from uuid import UUID
 
 from aiohttp import web
 from aiohttp.multipart import BodyPartReader
-from cassandra.util import uuid_from_time
 from cross_web import AiohttpHTTPRequestAdapter
 from cross_web.request._base import FormData
 
+from gateway.db.clock import new_timeuuid
 from gateway.graph.context import bearer_token
 from gateway.mail.attachments import MAX_ATTACHMENT_BYTES, AttachmentStore, TooLarge
 from gateway.mail.names import content_type_of, decode_client_filename, sanitize_filename
@@ -99,7 +98,7 @@ class StreamingUploadAdapter(AiohttpHTTPRequestAdapter):
             if refusal is not None:
                 files[part.name] = RefusedUpload(filename, refusal)
                 break
-            attachment_id = uuid_from_time(time.time())
+            attachment_id = new_timeuuid()
             try:
                 size, chunk_count = await sink.attachments.write_stream(attachment_id, part.read_chunk)
             except TooLarge:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import secrets
-import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-#: 100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
-_UUID_EPOCH_OFFSET = 0x01B21DD213814000
+from gateway.db.clock import time_of
 
 
 def conversation_id(a: str, b: str) -> str:
@@ -20,40 +17,6 @@ def conversation_id(a: str, b: str) -> str:
     """
     first, second = sorted((a, b))
     return f"{first}:{second}"
-
-
-def new_message_id(now_ns: int | None = None) -> uuid.UUID:
-    """A version-1 timeuuid for a message sent now.
-
-    The time field has 100 ns resolution; clock sequence and node are random
-    (62 bits), so two messages created in the same instant, in this process or
-    another, still get different ids and both survive.
-    """
-    ns = time.time_ns() if now_ns is None else now_ns
-    timestamp = ns // 100 + _UUID_EPOCH_OFFSET
-    clock_seq = secrets.randbits(14)
-    node = secrets.randbits(48) | 0x010000000000  # multicast bit: not a MAC address
-    return uuid.UUID(
-        fields=(
-            timestamp & 0xFFFFFFFF,
-            (timestamp >> 32) & 0xFFFF,
-            ((timestamp >> 48) & 0x0FFF) | 0x1000,
-            ((clock_seq >> 8) & 0x3F) | 0x80,
-            clock_seq & 0xFF,
-            node,
-        )
-    )
-
-
-def micros_of(message_id: uuid.UUID) -> int:
-    """Microseconds since the Unix epoch encoded in a timeuuid (its write timestamp)."""
-    return (message_id.time - _UUID_EPOCH_OFFSET) // 10
-
-
-def sent_at_of(message_id: uuid.UUID) -> datetime:
-    """The message's time at the millisecond precision the API shows."""
-    millis = micros_of(message_id) // 1000
-    return datetime.fromtimestamp(millis / 1000, UTC)
 
 
 @dataclass(frozen=True)
@@ -70,7 +33,7 @@ class MessageRecord:
 
     @property
     def sent_at(self) -> datetime:
-        return sent_at_of(self.id)
+        return time_of(self.id)
 
     def to_event(self) -> dict[str, Any]:
         """A JSON-ready form, so a broker-backed pub/sub can carry it unchanged."""
@@ -101,7 +64,7 @@ class LastMessage:
 
     @property
     def sent_at(self) -> datetime:
-        return sent_at_of(self.id)
+        return time_of(self.id)
 
 
 @dataclass(frozen=True)

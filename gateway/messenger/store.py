@@ -2,7 +2,7 @@
 
 Sending a message, in order:
 
-1. a new timeuuid (``model.new_message_id``);
+1. a new timeuuid (``clock.new_timeuuid``);
 2. the recipient's unread count goes up by one, in the same Paxos round as the
    ``clientMessageId`` claim if there is one (``unread.py``); a key claimed
    before yields the earlier message instead, and nothing is counted;
@@ -23,15 +23,13 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from gateway.db import clock, timeline
+from gateway.db.clock import micros_of, new_timeuuid, time_of
 from gateway.db.session import Database, Row
 from gateway.messenger.model import (
     LastMessage,
     MessageRecord,
     PartnerRecord,
     conversation_id,
-    micros_of,
-    new_message_id,
-    sent_at_of,
 )
 from gateway.messenger.unread import UnreadLedger
 from gateway.settings import Settings
@@ -67,9 +65,9 @@ class MessengerStore:
         self, sender: str, recipient: str, content: str, client_message_id: str | None = None
     ) -> Sent:
         """Store a message and count it unread for the recipient (see the module doc)."""
-        message_id = new_message_id()
+        message_id = new_timeuuid()
         counted = await self.unread.count_received(
-            recipient, sender, message_id, sent_at_of(message_id), client_message_id
+            recipient, sender, message_id, time_of(message_id), client_message_id
         )
         if not counted.first:
             stored = await self.message(conversation_id(sender, recipient), counted.message_id)

@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gateway.db import clock
+from gateway.db.clock import new_timeuuid
 from gateway.db.lwt import compare_and_set
 from gateway.db.session import CassandraUnavailable, ContentionExhausted, Database
 from gateway.graph.errors import Conflict, Forbidden, NotFound
 from gateway.graph.pubsub import PubSub
 from gateway.rooms.events import RoomEvent, RoomEventKind, room_channel
-from gateway.rooms.history import RoomHistory, RoomMessageRecord, new_timeuuid
+from gateway.rooms.history import RoomHistory, RoomMessageRecord
 from gateway.rooms.store import RoomRecord, RoomStore
 
 #: Conditional-delete attempts before answering CONFLICT. Each lost attempt is

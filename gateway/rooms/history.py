@@ -11,14 +11,12 @@ own timeuuid, and the bucket index rows are idempotent.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from uuid import UUID
 
-from cassandra.util import datetime_from_uuid1, uuid_from_time
-
+from gateway.db.clock import new_timeuuid, time_of
 from gateway.db.session import Database, Row
 from gateway.db.timeline import Page, Position, bucket_of_timeuuid, read_page, validate_granularity
 from gateway.settings import Settings
@@ -34,12 +32,6 @@ ERASE_CONCURRENCY = 32
 _MESSAGE_COLUMNS = "message_id, author_login, content, system_message"
 
 
-def new_timeuuid() -> UUID:
-    """A version-1 UUID of now with a random node and clock sequence: unique across
-    processes even for two messages in the same 100 ns tick."""
-    return uuid_from_time(time.time())
-
-
 @dataclass(frozen=True)
 class RoomMessageRecord:
     room_name: str
@@ -51,8 +43,7 @@ class RoomMessageRecord:
 
     @property
     def posted_at(self) -> datetime:
-        moment = datetime_from_uuid1(self.id).replace(tzinfo=UTC)
-        return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+        return time_of(self.id)
 
 
 class RoomHistory:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
@@ -40,14 +40,11 @@ from cassandra import InvalidRequest
 from cassandra.protocol import ProtocolException
 
 from gateway.db import clock
-from gateway.db.session import CassandraUnavailable, Database, Row
+from gateway.db.session import CassandraUnavailable, Database, Row, chunked
 from gateway.rooms.paging_state import InvalidPagingState
 from gateway.settings import Settings
 
 T = TypeVar("T")
-
-#: The most keys one ``IN`` read carries, and the most statements in one batch.
-CHUNK = 100
 
 #: Attempts for an idempotent lightweight transaction whose outcome is unknown
 #: (a CAS write timeout under contention). Re-running ``participants + {x}
@@ -126,11 +123,6 @@ def _named(rows: list[Row], index: int, name: str) -> bool:
     return 0 <= index < len(rows) and rows[index]["name"] == name
 
 
-def chunks(items: Sequence[T], size: int = CHUNK) -> Iterable[Sequence[T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 async def retry_unknown_outcome(attempt: Callable[[], Awaitable[T]]) -> T:
     """Run an idempotent write again when Cassandra could not say whether it applied."""
     delay = IDEMPOTENT_LWT_BACKOFF
@@ -175,16 +167,9 @@ class RoomStore:
 
     async def get_many(self, names: Iterable[str]) -> dict[str, RoomRecord]:
         """Rooms by name: one ``IN`` read per 100 distinct names."""
-        found: dict[str, RoomRecord] = {}
-        for chunk in chunks(sorted(set(names))):
-            result = await self.db.execute(
-                f"SELECT {_ROOM_COLUMNS} FROM rooms WHERE name IN ?", (list(chunk),), fetch_size=CHUNK
-            )
-            for row in result.rows:
-                room = RoomRecord.from_row(row)
-                if room is not None:
-                    found[room.name] = room
-        return found
+        rows = await self.db.select_in(f"SELECT {_ROOM_COLUMNS} FROM rooms WHERE name IN ?", names)
+        rooms = (RoomRecord.from_row(row) for row in rows)
+        return {room.name: room for room in rooms if room is not None}
 
     async def scan(self, count: int, after: ScanPosition | None) -> RoomScanPage:
         """``count`` rooms of the whole table in token order, continuing after ``after``.
@@ -350,7 +335,7 @@ class RoomStore:
             ("DELETE FROM rooms_by_user WHERE login = ? AND room_name = ?", (login, name))
             for login in sorted(set(logins))
         ]
-        await asyncio.gather(*(self.db.batch(chunk, logged=False) for chunk in chunks(statements)))
+        await asyncio.gather(*(self.db.batch(chunk, logged=False) for chunk in chunked(statements)))
 
     async def memberships(self, login: str) -> list[Membership]:
         rows = await self.db.execute_all(

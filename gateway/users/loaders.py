@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from strawberry.dataloader import DataLoader
 
+from gateway.db.session import IN_CHUNK
 from gateway.graph.context import Context
 from gateway.users.store import UserRecord, UserStore
 
@@ -15,4 +16,4 @@ def user_loader(context: Context) -> DataLoader[str, UserRecord | None]:
         found = await store.get_many(logins)
         return [found.get(login) for login in logins]
 
-    return DataLoader(load_fn=load, max_batch_size=100)
+    return DataLoader(load_fn=load, max_batch_size=IN_CHUNK)

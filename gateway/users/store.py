@@ -12,9 +12,6 @@ from gateway.db import clock
 from gateway.db.session import Database, Row
 from gateway.settings import Settings
 
-#: The most keys one ``IN`` read carries; more are split into several reads.
-IN_CHUNK = 100
-
 
 @dataclass(frozen=True)
 class UserRecord:
@@ -50,11 +47,6 @@ def hash_token(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
-def chunks(keys: list[str], size: int = IN_CHUNK) -> Iterable[list[str]]:
-    for start in range(0, len(keys), size):
-        yield keys[start : start + size]
-
-
 _USER_COLUMNS = "login, firstname, lastname, email, bio, created_at, password_hash"
 
 
@@ -86,15 +78,8 @@ class UserStore:
 
     async def get_many(self, logins: Iterable[str]) -> dict[str, UserRecord]:
         """Users by login: one ``IN`` read per 100 distinct logins, whatever the list size."""
-        wanted = sorted(set(logins))
-        found: dict[str, UserRecord] = {}
-        for chunk in chunks(wanted):
-            result = await self.db.execute(
-                f"SELECT {_USER_COLUMNS} FROM users WHERE login IN ?", (chunk,), fetch_size=IN_CHUNK
-            )
-            for row in result.rows:
-                found[row["login"]] = UserRecord.from_row(row)
-        return found
+        rows = await self.db.select_in(f"SELECT {_USER_COLUMNS} FROM users WHERE login IN ?", logins)
+        return {row["login"]: UserRecord.from_row(row) for row in rows}
 
     async def update_profile(self, login: str, changes: dict[str, str]) -> bool:
         """Change the given columns. ``IF EXISTS``: never recreates a missing user as a
