@@ -25,7 +25,13 @@ from uuid import UUID
 
 from gateway.db.lwt import compare_and_set
 from gateway.db.session import Database, Params, Row
-from gateway.db.timeline import Page, Position, bucket_of_timeuuid, read_page, validate_granularity
+from gateway.db.timeline import (
+    BucketedTimeline,
+    Page,
+    Position,
+    bucket_of_timeuuid,
+    validate_granularity,
+)
 from gateway.mail.records import (
     INBOX,
     SYSTEM_COLORS,
@@ -76,7 +82,14 @@ _DELETE_ENTRY = (
     "DELETE FROM emails_by_user_folder USING TIMESTAMP ?"
     " WHERE username = ? AND label = ? AND bucket = ? AND id = ?"
 )
-_INSERT_BUCKET = "INSERT INTO email_folder_buckets (username, label, bucket) VALUES (?, ?, ?)"
+_FOLDER = BucketedTimeline(
+    items="emails_by_user_folder",
+    index="email_folder_buckets",
+    key=("username", "label"),
+    item_id="id",
+    columns="id, sender, subject, read, has_attachments",
+    newest_first=True,
+)
 _MOVE_COUNTER = "UPDATE unread_email_stats SET unread = unread + ? WHERE username = ? AND label = ?"
 
 
@@ -208,7 +221,7 @@ class MailStore:
                     stamp,
                 ),
             ),
-            (_INSERT_BUCKET, (login, placement.label, bucket)),
+            _FOLDER.add_bucket((login, placement.label), bucket),
         ]
 
     async def _move_counters(self, deltas: Iterable[tuple[str, str, int]]) -> None:
@@ -307,49 +320,7 @@ class MailStore:
     ) -> Page[FolderEntry]:
         """Newest first, across the folder's time buckets."""
 
-        async def list_buckets(past: int | None, limit: int) -> list[int]:
-            if past is None:
-                result = await self.db.execute(
-                    "SELECT bucket FROM email_folder_buckets WHERE username = ? AND label = ? LIMIT ?",
-                    (login, label, limit),
-                )
-            else:
-                result = await self.db.execute(
-                    "SELECT bucket FROM email_folder_buckets WHERE username = ? AND label = ?"
-                    " AND bucket < ? LIMIT ?",
-                    (login, label, past, limit),
-                )
-            return [r["bucket"] for r in result.rows]
-
-        async def fetch(bucket: int, past: UUID | None, limit: int) -> list[tuple[UUID, FolderEntry]]:
-            columns = "SELECT id, sender, subject, read, has_attachments FROM emails_by_user_folder"
-            if past is None:
-                result = await self.db.execute(
-                    f"{columns} WHERE username = ? AND label = ? AND bucket = ? LIMIT ?",
-                    (login, label, bucket, limit),
-                    fetch_size=limit,
-                )
-            else:
-                result = await self.db.execute(
-                    f"{columns} WHERE username = ? AND label = ? AND bucket = ? AND id < ? LIMIT ?",
-                    (login, label, bucket, past, limit),
-                    fetch_size=limit,
-                )
-            return [
-                (
-                    r["id"],
-                    FolderEntry(
-                        id=r["id"],
-                        sender=r["sender"],
-                        subject=r["subject"] or "",
-                        read=bool(r["read"]),
-                        has_attachments=bool(r["has_attachments"]),
-                    ),
-                )
-                for r in result.rows
-            ]
-
-        return await read_page(list_buckets, fetch, first=first, after=after)
+        return await _FOLDER.page(self.db, (login, label), _folder_entry, first=first, after=after)
 
     # -- repair -------------------------------------------------------------
 
@@ -402,23 +373,18 @@ class MailStore:
         return report
 
     async def _all_entries(self, login: str, label: str) -> list[tuple[int, FolderEntry]]:
-        buckets = await self.db.execute_all(
-            "SELECT bucket FROM email_folder_buckets WHERE username = ? AND label = ?", (login, label)
-        )
         found: list[tuple[int, FolderEntry]] = []
-        for row in buckets:
-            rows = await self.db.execute_all(
-                "SELECT id, sender, subject, read, has_attachments FROM emails_by_user_folder"
-                " WHERE username = ? AND label = ? AND bucket = ?",
-                (login, label, row["bucket"]),
-            )
-            found += [
-                (
-                    row["bucket"],
-                    FolderEntry(r["id"], r["sender"], r["subject"] or "", bool(r["read"]),
-                                bool(r["has_attachments"])),
-                )
-                for r in rows
-            ]
+        for bucket in await _FOLDER.buckets(self.db, (login, label)):
+            entries = await _FOLDER.bucket_items(self.db, (login, label), bucket, _folder_entry)
+            found += [(bucket, entry) for entry in entries]
         return found
 
+
+def _folder_entry(row: Row) -> FolderEntry:
+    return FolderEntry(
+        id=row["id"],
+        sender=row["sender"],
+        subject=row["subject"] or "",
+        read=bool(row["read"]),
+        has_attachments=bool(row["has_attachments"]),
+    )
