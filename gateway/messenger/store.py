@@ -78,7 +78,7 @@ class MessengerStore:
         counted = await self.unread.count_received(
             recipient, sender, message_id, time_of(message_id), client_message_id
         )
-        if not counted.first:
+        if not counted.counted_now:
             stored = await self.message(conversation_id(sender, recipient), counted.message_id)
             if stored is not None:
                 return Sent(stored, stored_now=False)
