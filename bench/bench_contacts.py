@@ -19,7 +19,8 @@ from typing import Any
 
 from bench.harness import Target, counted, gateway_under_test, measure, report
 from gateway.contacts.discovery import ContactDirectory
-from gateway.contacts.store import BOOK_BATCH, OWNER_LOOKUP_CHUNK
+from gateway.contacts.store import BOOK_BATCH
+from gateway.db.session import chunked
 from gateway.users.store import UserStore
 
 BOOK_SIZE = 5000
@@ -146,15 +147,14 @@ class RawContacts:
         return out
 
     async def _lookups(self, digests: list[bytes]) -> None:
-        chunks = [digests[i : i + OWNER_LOOKUP_CHUNK] for i in range(0, len(digests), OWNER_LOOKUP_CHUNK)]
         await self.limit.run_all(
             [
                 _bind(
                     self.db.execute,
                     "SELECT identity_hash, login FROM identity_owners WHERE identity_hash IN ?",
-                    (chunk,),
+                    (list(chunk),),
                 )
-                for chunk in chunks
+                for chunk in chunked(digests)
             ]
         )
 
@@ -175,11 +175,10 @@ class RawContacts:
             "INSERT INTO contact_books (login, network, identity_hash, network_id, name)"
             " VALUES (?, ?, ?, ?, ?)"
         )
-        batches = [entries[i : i + BOOK_BATCH] for i in range(0, len(entries), BOOK_BATCH)]
         await self.limit.run_all(
             [
                 _bind_batch(self.db.batch, [(insert, (login, "tel", d, n, name)) for d, n, name in group])
-                for group in batches
+                for group in chunked(entries, BOOK_BATCH)
             ]
         )
 

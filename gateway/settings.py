@@ -71,8 +71,7 @@ class Settings:
     max_depth: int = 12
     max_aliases: int = 30
     max_tokens: int = 2000
-    max_page_size: int = 100
-    # Adds extensions.cqlStatements to every GraphQL response (tests and benchmarks).
+    # Adds extensions.cql (statements, lwtRetries) to every GraphQL response (tests and benchmarks).
     query_metrics: bool = False
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
     messenger_bucket: str = "month"

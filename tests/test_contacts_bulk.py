@@ -11,7 +11,8 @@ from aiohttp import web
 
 from gateway.app import SERVICES
 from gateway.contacts.discovery import ContactDirectory
-from gateway.contacts.store import BOOK_BATCH, OWNER_LOOKUP_CHUNK
+from gateway.contacts.store import BOOK_BATCH
+from gateway.db.session import IN_CHUNK
 from tests.client import Api
 from tests.test_contacts_support import LINK, UPLOAD, all_contacts, e164, fresh_phone
 
@@ -61,8 +62,8 @@ async def test_upload_of_5000_contacts_batches_the_owner_lookups(api: Api, app: 
     # Everything but the per-contact writes: the reads, the lease, the user loads.
     reads_5000 = large.statements - writes_of(5000)
     reads_50 = fifty.statements - writes_of(50)
-    assert reads_5000 - reads_50 == math.ceil(5000 / OWNER_LOOKUP_CHUNK) - math.ceil(50 / OWNER_LOOKUP_CHUNK)
-    assert reads_5000 <= 5000 // OWNER_LOOKUP_CHUNK + 8
+    assert reads_5000 - reads_50 == math.ceil(5000 / IN_CHUNK) - math.ceil(50 / IN_CHUNK)
+    assert reads_5000 <= 5000 // IN_CHUNK + 8
 
     # Syncing the unchanged book again writes nothing: only reads, still ~1 per 100 contacts.
     started_again = time.perf_counter()
@@ -70,7 +71,7 @@ async def test_upload_of_5000_contacts_batches_the_owner_lookups(api: Api, app: 
     elapsed_again = time.perf_counter() - started_again
     assert not again.errors
     assert again.data is not None and again.data["uploadContacts"]["discovered"] == []
-    assert again.statements <= 5000 // OWNER_LOOKUP_CHUNK + 10
+    assert again.statements <= 5000 // IN_CHUNK + 10
 
     stored = await all_contacts(api, big.token, "tel")
     assert len(stored) == 5000

@@ -7,7 +7,7 @@ import uuid
 from aiohttp import web
 
 from gateway.app import SERVICES
-from gateway.mail.records import now_micros
+from gateway.db.clock import now_micros
 from gateway.settings import Settings
 from tests.cli import run_cli
 from tests.client import Api

@@ -9,7 +9,13 @@ from uuid import UUID
 
 from gateway.db.clock import new_timeuuid, time_of
 from gateway.db.session import Database, Row
-from gateway.db.timeline import Page, Position, bucket_of_timeuuid, read_page, validate_granularity
+from gateway.db.timeline import (
+    BucketedTimeline,
+    Page,
+    Position,
+    bucket_of_timeuuid,
+    validate_granularity,
+)
 from gateway.settings import Settings
 
 
@@ -30,6 +36,16 @@ class CommentRecord:
         return cls(
             id=row["id"], slug=slug, name=row["name"] or "", email=row["email"] or "", text=row["text"] or ""
         )
+
+
+_THREAD = BucketedTimeline(
+    items="comments",
+    index="comment_buckets",
+    key=("slug",),
+    item_id="id",
+    columns="id, name, email, text",
+    newest_first=False,
+)
 
 
 class CommentStore:
@@ -58,7 +74,7 @@ class CommentStore:
         bucket = bucket_of_timeuuid(comment.id, self.granularity)
         await self.db.batch(
             [
-                ("INSERT INTO comment_buckets (slug, bucket) VALUES (?, ?)", (slug, bucket)),
+                _THREAD.add_bucket((slug,), bucket),
                 (
                     "INSERT INTO comments (slug, bucket, id, name, email, text) VALUES (?, ?, ?, ?, ?, ?)",
                     (slug, bucket, comment.id, name, email, text),
@@ -72,35 +88,9 @@ class CommentStore:
     async def page(self, slug: str, *, first: int, after: Position | None) -> Page[CommentRecord]:
         """A post's comments, oldest first, across its buckets."""
 
-        async def list_buckets(past: int | None, limit: int) -> list[int]:
-            if past is None:
-                result = await self.db.execute(
-                    "SELECT bucket FROM comment_buckets WHERE slug = ? LIMIT ?", (slug, limit)
-                )
-            else:
-                result = await self.db.execute(
-                    "SELECT bucket FROM comment_buckets WHERE slug = ? AND bucket > ? LIMIT ?",
-                    (slug, past, limit),
-                )
-            return [row["bucket"] for row in result.rows]
-
-        async def fetch(bucket: int, past: UUID | None, limit: int) -> list[tuple[UUID, CommentRecord]]:
-            columns = "id, name, email, text"
-            if past is None:
-                result = await self.db.execute(
-                    f"SELECT {columns} FROM comments WHERE slug = ? AND bucket = ? LIMIT ?",
-                    (slug, bucket, limit),
-                    fetch_size=limit,
-                )
-            else:
-                result = await self.db.execute(
-                    f"SELECT {columns} FROM comments WHERE slug = ? AND bucket = ? AND id > ? LIMIT ?",
-                    (slug, bucket, past, limit),
-                    fetch_size=limit,
-                )
-            return [(row["id"], CommentRecord.from_row(row, slug)) for row in result.rows]
-
-        return await read_page(list_buckets, fetch, first=first, after=after)
+        return await _THREAD.page(
+            self.db, (slug,), lambda row: CommentRecord.from_row(row, slug), first=first, after=after
+        )
 
     async def counts(self, slugs: Iterable[str]) -> dict[str, int]:
         """``Post.commentCount`` of many posts: one ``IN`` read per 100."""
@@ -116,11 +106,10 @@ class CommentStore:
         by the difference. A comment arriving during the recount may be counted
         twice or not at all, so run it while the thread is quiet (or twice).
         """
-        buckets = await self.db.execute_all("SELECT bucket FROM comment_buckets WHERE slug = ?", (slug,))
         stored = 0
-        for row in buckets:
+        for bucket in await _THREAD.buckets(self.db, (slug,)):
             result = await self.db.execute(
-                "SELECT COUNT(*) AS n FROM comments WHERE slug = ? AND bucket = ?", (slug, row["bucket"])
+                "SELECT COUNT(*) AS n FROM comments WHERE slug = ? AND bucket = ?", (slug, bucket)
             )
             stored += int(result.rows[0]["n"])
         before = (await self.counts([slug])).get(slug, 0)

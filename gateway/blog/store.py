@@ -10,7 +10,13 @@ from uuid import UUID
 
 from gateway.db.clock import new_timeuuid, time_of
 from gateway.db.session import Database, Params, Row
-from gateway.db.timeline import Page, Position, bucket_of_timeuuid, read_page, validate_granularity
+from gateway.db.timeline import (
+    BucketedTimeline,
+    Page,
+    Position,
+    bucket_of_timeuuid,
+    validate_granularity,
+)
 from gateway.settings import Settings
 
 #: The tag every post is also filed under: the "all posts" timeline. Not a valid
@@ -58,7 +64,7 @@ class PostRecord(PostSummary):
             body=row["body"] or "",
         )
 
-    def is_draft(self, draft: PostDraft) -> bool:
+    def same_content_as(self, draft: PostDraft) -> bool:
         return (self.author, self.title, self.body, self.tags) == (
             draft.author,
             draft.title,
@@ -75,6 +81,15 @@ class Published:
 
 
 _POST_COLUMNS = "slug, id, author, title, body, tags"
+
+_TAG_TIMELINE = BucketedTimeline(
+    items="posts_by_tag",
+    index="post_buckets_by_tag",
+    key=("tag",),
+    item_id="id",
+    columns="id, slug, author, title, tags",
+    newest_first=True,
+)
 
 
 class PostStore:
@@ -141,7 +156,7 @@ class PostStore:
         if holder is None or holder.get("id") is None:
             return None
         existing = PostRecord.from_row(holder)
-        if not existing.is_draft(draft):
+        if not existing.same_content_as(draft):
             return None
         await self._file(existing)
         return Published(existing, created=False)
@@ -165,9 +180,7 @@ class PostStore:
         tags = list(post.tags)
         statements: list[tuple[str, Params]] = []
         for tag in (ALL_POSTS, *post.tags):
-            statements.append(
-                ("INSERT INTO post_buckets_by_tag (tag, bucket) VALUES (?, ?)", (tag, bucket))
-            )
+            statements.append(_TAG_TIMELINE.add_bucket((tag,), bucket))
             statements.append(
                 (
                     "INSERT INTO posts_by_tag (tag, bucket, id, slug, title, author, tags)"
@@ -192,36 +205,9 @@ class PostStore:
 
     async def timeline(self, tag: str, *, first: int, after: Position | None) -> Page[PostSummary]:
         """The posts filed under ``tag`` (``ALL_POSTS`` for all), newest first, across buckets."""
-
-        async def list_buckets(past: int | None, limit: int) -> list[int]:
-            if past is None:
-                result = await self.db.execute(
-                    "SELECT bucket FROM post_buckets_by_tag WHERE tag = ? LIMIT ?", (tag, limit)
-                )
-            else:
-                result = await self.db.execute(
-                    "SELECT bucket FROM post_buckets_by_tag WHERE tag = ? AND bucket < ? LIMIT ?",
-                    (tag, past, limit),
-                )
-            return [row["bucket"] for row in result.rows]
-
-        async def fetch(bucket: int, past: UUID | None, limit: int) -> list[tuple[UUID, PostSummary]]:
-            columns = "id, slug, author, title, tags"
-            if past is None:
-                result = await self.db.execute(
-                    f"SELECT {columns} FROM posts_by_tag WHERE tag = ? AND bucket = ? LIMIT ?",
-                    (tag, bucket, limit),
-                    fetch_size=limit,
-                )
-            else:
-                result = await self.db.execute(
-                    f"SELECT {columns} FROM posts_by_tag WHERE tag = ? AND bucket = ? AND id < ? LIMIT ?",
-                    (tag, bucket, past, limit),
-                    fetch_size=limit,
-                )
-            return [(row["id"], _summary(row, row["author"])) for row in result.rows]
-
-        return await read_page(list_buckets, fetch, first=first, after=after)
+        return await _TAG_TIMELINE.page(
+            self.db, (tag,), lambda row: _summary(row, row["author"]), first=first, after=after
+        )
 
     async def by_author(
         self, author: str, *, first: int, after: UUID | None

@@ -7,13 +7,11 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from gateway.contacts.bounded import InFlightLimit
 from gateway.db import clock
-from gateway.db.session import Database, Params, Row, chunked
+from gateway.db.concurrency import InFlightLimit
+from gateway.db.session import IN_CHUNK, Database, Params, Row, chunked
 from gateway.settings import Settings
 
-#: Identity hashes per ``IN`` read of the owners table: 5000 contacts are 50 reads.
-OWNER_LOOKUP_CHUNK = 100
 #: Book rows per single-partition batch.
 BOOK_BATCH = 100
 #: How long an upload may hold its book's lease before another upload may start.
@@ -136,14 +134,14 @@ class ContactStore:
                 result = await self.db.execute(
                     "SELECT identity_hash, login FROM identity_owners WHERE identity_hash IN ?",
                     (list(chunk),),
-                    fetch_size=OWNER_LOOKUP_CHUNK,
+                    fetch_size=IN_CHUNK,
                 )
                 for row in result.rows:
                     found[bytes(row["identity_hash"])] = row["login"]
 
             return read
 
-        await self._each([lookup(chunk) for chunk in chunked(hashes, OWNER_LOOKUP_CHUNK)])
+        await self._each([lookup(chunk) for chunk in chunked(hashes)])
         return found
 
     # -- the reverse index --------------------------------------------------
@@ -219,12 +217,10 @@ class ContactStore:
         await self._batches([(_DELETE_ENTRY, (login, network, h)) for h in hashes])
 
     async def _batches(self, statements: list[tuple[str, Params]]) -> None:
-        groups = [statements[i : i + BOOK_BATCH] for i in range(0, len(statements), BOOK_BATCH)]
-
-        def send(group: list[tuple[str, Params]]) -> Callable[[], Awaitable[object]]:
+        def send(group: Sequence[tuple[str, Params]]) -> Callable[[], Awaitable[object]]:
             return lambda: self.db.batch(group, logged=False)
 
-        await self._each([send(g) for g in groups])
+        await self._each([send(group) for group in chunked(statements, BOOK_BATCH)])
 
     async def record_discovery(
         self, login: str, network: str, identity_hash: bytes, owner: str, discovered_at: datetime

@@ -24,6 +24,11 @@ def now() -> datetime:
     return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
+def now_micros() -> int:
+    """Now in microseconds since the Unix epoch, the unit of Cassandra write timestamps."""
+    return time.time_ns() // 1000
+
+
 def utc(moment: datetime) -> datetime:
     """A timestamp read from Cassandra (naive UTC) as an aware datetime."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

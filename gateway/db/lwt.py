@@ -1,4 +1,5 @@
-"""Compare-and-set loops over lightweight transactions, with a bound.
+"""Compare-and-set loops over lightweight transactions, with a bound, and retries of
+idempotent ones whose outcome is unknown.
 
 A CAS write (``UPDATE ... IF col = <what we read>``) loses when another writer
 changed the cell between our read and our write. The loser re-reads and tries
@@ -16,7 +17,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from gateway.db.session import ContentionExhausted, Database
+from gateway.db.session import CassandraUnavailable, ContentionExhausted, Database
 
 T = TypeVar("T")
 
@@ -25,6 +26,12 @@ T = TypeVar("T")
 DEFAULT_ATTEMPTS = 12
 BASE_DELAY = 0.005
 MAX_DELAY = 0.2
+
+#: Attempts for an idempotent lightweight transaction whose outcome is unknown
+#: (a CAS write timeout under contention). Re-running ``participants + {x}
+#: IF EXISTS`` is harmless, so the gateway retries instead of failing the join.
+IDEMPOTENT_LWT_ATTEMPTS = 4
+IDEMPOTENT_LWT_BACKOFF = 0.05
 
 
 async def compare_and_set(
@@ -45,3 +52,17 @@ async def compare_and_set(
             await asyncio.sleep(random.uniform(0, delay))
             delay = min(delay * 2, MAX_DELAY)
     raise ContentionExhausted(f"{what}: still contended after {attempts} attempts")
+
+
+async def retry_unknown_outcome(attempt: Callable[[], Awaitable[T]]) -> T:
+    """Run an idempotent write again when Cassandra could not say whether it applied."""
+    delay = IDEMPOTENT_LWT_BACKOFF
+    for n in range(IDEMPOTENT_LWT_ATTEMPTS):
+        try:
+            return await attempt()
+        except CassandraUnavailable:
+            if n + 1 == IDEMPOTENT_LWT_ATTEMPTS:
+                raise
+        await asyncio.sleep(random.uniform(delay / 2, delay))
+        delay *= 2
+    raise AssertionError("unreachable")

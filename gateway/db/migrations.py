@@ -24,6 +24,13 @@ from gateway.settings import Settings
 log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^(\d{3,})_[a-z0-9_]+\.cql$")
+
+#: Checksums recorded by earlier revisions of a migration file whose statements
+#: are unchanged (only comments were corrected), so keyspaces that applied an
+#: earlier revision are not reported as changed.
+EARLIER_CHECKSUMS: dict[str, frozenset[str]] = {
+    "003_rooms": frozenset({"4f03573f3739c8c7f12edd163a8c6c2dc6a4119027f17ea108e5bd9ef902b92f"}),
+}
 _KEYSPACE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 
 
@@ -115,7 +122,10 @@ def migrate(db: Database, keyspace: str | None = None) -> list[str]:
     done: list[str] = []
     for migration in load_migrations():
         if migration.version in applied:
-            if applied[migration.version] != migration.checksum:
+            recorded = applied[migration.version]
+            if recorded != migration.checksum and recorded not in EARLIER_CHECKSUMS.get(
+                migration.version, frozenset()
+            ):
                 log.warning("migration %s changed after it was applied", migration.version)
             continue
         log.info("applying migration %s", migration.version)

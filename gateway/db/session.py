@@ -7,8 +7,8 @@
   ``loop.call_soon_threadsafe``.
 - The driver's "cannot answer now" errors become :class:`CassandraUnavailable`,
   which the GraphQL layer reports as ``UNAVAILABLE``.
-- Every round trip is counted, per process and per request (a context variable
-  that the GraphQL layer sets), so tests can assert statement counts.
+- Every round trip is counted per request (a context variable that the GraphQL
+  layer sets), so tests can assert statement counts.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ import asyncio
 import contextlib
 import functools
 import logging
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from cassandra import ConsistencyLevel, OperationTimedOut, RequestExecutionException
@@ -92,13 +91,6 @@ def measuring(metrics: RequestMetrics) -> Iterator[RequestMetrics]:
         current_metrics.reset(token)
 
 
-@dataclass
-class ProcessMetrics:
-    statements: int = 0
-    lwt_retries: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-
 @dataclass(frozen=True)
 class Result:
     rows: list[Row]
@@ -141,7 +133,6 @@ class Database:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.metrics = ProcessMetrics()
         self._cluster: Cluster | None = None
         self._session: Session | None = None
         self._prepared: dict[str, PreparedStatement] = {}
@@ -233,9 +224,6 @@ class Database:
         return prepared
 
     def _count(self, *, lwt_retries: int = 0, statements: int = 1) -> None:
-        with self.metrics._lock:
-            self.metrics.statements += statements
-            self.metrics.lwt_retries += lwt_retries
         request = current_metrics.get()
         if request is not None:
             request.statements += statements

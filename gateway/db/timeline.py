@@ -17,13 +17,14 @@ Bucket numbers are integers that sort like time:
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 from uuid import UUID
 
 from gateway.db import clock
+from gateway.db.session import Database, Params, Row
 
 T = TypeVar("T")
 
@@ -117,3 +118,100 @@ async def read_page(
             break
         cursor = buckets[-1]
     return Page(items=out[:first], has_next=len(out) > first)
+
+
+class BucketedTimeline:
+    """The CQL of one bucketed timeline: an item table and its bucket index.
+
+    Both tables are keyed by the same partition key columns (``key``); the item
+    table adds ``bucket`` to its partition key and clusters by the item's
+    timeuuid (``item_id``); the index clusters by ``bucket``. Both cluster in
+    reading order: descending for a ``newest_first`` timeline, ascending
+    otherwise, so "past" a bucket or an item is ``<`` or ``>`` accordingly and a
+    plain ``LIMIT`` slice reads from the start.
+    """
+
+    def __init__(
+        self,
+        *,
+        items: str,
+        index: str,
+        key: Sequence[str],
+        item_id: str,
+        columns: str,
+        newest_first: bool,
+    ) -> None:
+        where = " AND ".join(f"{column} = ?" for column in key)
+        past = "<" if newest_first else ">"
+        self._key_width = len(key)
+        self._item_id = item_id
+        self._index_from_start = f"SELECT bucket FROM {index} WHERE {where} LIMIT ?"
+        self._index_past = f"SELECT bucket FROM {index} WHERE {where} AND bucket {past} ? LIMIT ?"
+        self._items_from_start = f"SELECT {columns} FROM {items} WHERE {where} AND bucket = ? LIMIT ?"
+        self._items_past = (
+            f"SELECT {columns} FROM {items} WHERE {where} AND bucket = ? AND {item_id} {past} ? LIMIT ?"
+        )
+        self._all_buckets = f"SELECT bucket FROM {index} WHERE {where}"
+        self._bucket_items = f"SELECT {columns} FROM {items} WHERE {where} AND bucket = ?"
+        placeholders = ", ".join("?" for _ in range(len(key) + 1))
+        self._add_bucket = f"INSERT INTO {index} ({', '.join(key)}, bucket) VALUES ({placeholders})"
+
+    async def page(
+        self,
+        db: Database,
+        key: Sequence[object],
+        convert: Callable[[Row], T],
+        *,
+        first: int,
+        after: Position | None,
+    ) -> Page[T]:
+        """``first`` items of the timeline of ``key`` in reading order (see :func:`read_page`)."""
+        self._check(key)
+        partition = tuple(key)
+
+        async def list_buckets(past: int | None, limit: int) -> list[int]:
+            params: tuple[object, ...]
+            if past is None:
+                cql, params = self._index_from_start, (*partition, limit)
+            else:
+                cql, params = self._index_past, (*partition, past, limit)
+            result = await db.execute(cql, params)
+            return [row["bucket"] for row in result.rows]
+
+        async def fetch(bucket: int, past: UUID | None, limit: int) -> list[tuple[UUID, T]]:
+            params: tuple[object, ...]
+            if past is None:
+                cql, params = self._items_from_start, (*partition, bucket, limit)
+            else:
+                cql, params = self._items_past, (*partition, bucket, past, limit)
+            result = await db.execute(cql, params, fetch_size=limit)
+            return [(row[self._item_id], convert(row)) for row in result.rows]
+
+        return await read_page(list_buckets, fetch, first=first, after=after)
+
+    async def buckets(self, db: Database, key: Sequence[object]) -> list[int]:
+        """Every bucket listed for ``key``, in reading order (all pages of the index)."""
+        self._check(key)
+        rows = await db.execute_all(self._all_buckets, tuple(key))
+        return [row["bucket"] for row in rows]
+
+    async def bucket_items(
+        self, db: Database, key: Sequence[object], bucket: int, convert: Callable[[Row], T]
+    ) -> list[T]:
+        """Every item of one bucket, in reading order (all pages of its partition)."""
+        self._check(key)
+        return [convert(row) for row in await db.execute_all(self._bucket_items, (*key, bucket))]
+
+    def add_bucket(
+        self, key: Sequence[object], bucket: int, *, timestamp: int | None = None
+    ) -> tuple[str, Params]:
+        """The idempotent write that lists ``bucket`` in ``key``'s index, for a batch or
+        ``execute``; ``USING TIMESTAMP`` when the caller's writes all carry one."""
+        self._check(key)
+        if timestamp is None:
+            return self._add_bucket, (*key, bucket)
+        return f"{self._add_bucket} USING TIMESTAMP ?", (*key, bucket, timestamp)
+
+    def _check(self, key: Sequence[object]) -> None:
+        if len(key) != self._key_width:
+            raise ValueError(f"the timeline's key has {self._key_width} columns, got {len(key)} values")

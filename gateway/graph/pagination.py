@@ -1,8 +1,8 @@
 """Relay connections with opaque cursors and the page-size cap.
 
-A cursor is URL-safe base64 of a small JSON document that only the domain that
-issued it interprets (for time-bucketed lists: bucket and timeuuid). Clients
-treat it as opaque. A cursor that does not decode is ``BAD_USER_INPUT`` on
+A cursor is URL-safe base64 that only the domain that issued it interprets:
+packed bytes of (bucket, timeuuid) for time-bucketed lists, a small JSON
+document for the others. Clients treat it as opaque. A cursor that does not decode is ``BAD_USER_INPUT`` on
 ``after``.
 """
 
@@ -12,7 +12,7 @@ import base64
 import binascii
 import json
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
@@ -23,7 +23,6 @@ from gateway.db.timeline import Position
 from gateway.graph.errors import BadUserInput, QueryTooComplex
 
 T = TypeVar("T")
-S = TypeVar("S")
 
 MAX_PAGE_SIZE = 100
 #: The most list items one request may ask for in total, summed over every
@@ -133,6 +132,3 @@ def page_size(info: Info | None, first: int | None, default: int) -> int:
         context.nodes_requested = spent
     return size
 
-
-def map_connection(page: Connection[S], convert: Callable[[S], T]) -> list[tuple[str, T]]:
-    return [(edge.cursor, convert(edge.node)) for edge in page.edges]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
@@ -14,10 +13,6 @@ SENT = "sent"
 SYSTEM_FOLDERS = (INBOX, SENT)
 SYSTEM_COLORS = {INBOX: "#1a73e8", SENT: "#34a853"}
 DEFAULT_COLOR = "#9e9e9e"
-
-
-def now_micros() -> int:
-    return time.time_ns() // 1000
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ Who owns which cells:
   late or are repeated can never undo a newer change.
 - ``unread_email_stats``: counters, moved only after the placement change that
   justifies the delta applied. A delta lost to a failure is repaired by
-  :meth:`MailStore.recount`.
+  ``gateway mail-recount`` (``recount.py``).
 """
 
 from __future__ import annotations
@@ -23,9 +23,16 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from uuid import UUID
 
+from gateway.db.clock import now_micros
 from gateway.db.lwt import compare_and_set
-from gateway.db.session import Database, Params, Row
-from gateway.db.timeline import Page, Position, bucket_of_timeuuid, read_page, validate_granularity
+from gateway.db.session import Database, Params, Row, chunked
+from gateway.db.timeline import (
+    BucketedTimeline,
+    Page,
+    Position,
+    bucket_of_timeuuid,
+    validate_granularity,
+)
 from gateway.mail.records import (
     INBOX,
     SYSTEM_COLORS,
@@ -35,15 +42,12 @@ from gateway.mail.records import (
     FolderEntry,
     FolderRecord,
     Placement,
-    now_micros,
 )
 from gateway.settings import Settings
 
 #: Participants filed per logged batch. A folder row is at most ~1 KB (a 200
 #: character subject), so a batch stays under Cassandra's 50 KiB batch limit.
 FILING_BATCH = 25
-#: Placement reads in flight at once while recounting a mailbox.
-RECOUNT_CONCURRENCY = 32
 
 
 class NotInFolder(Exception):
@@ -76,7 +80,14 @@ _DELETE_ENTRY = (
     "DELETE FROM emails_by_user_folder USING TIMESTAMP ?"
     " WHERE username = ? AND label = ? AND bucket = ? AND id = ?"
 )
-_INSERT_BUCKET = "INSERT INTO email_folder_buckets (username, label, bucket) VALUES (?, ?, ?)"
+_FOLDER = BucketedTimeline(
+    items="emails_by_user_folder",
+    index="email_folder_buckets",
+    key=("username", "label"),
+    item_id="id",
+    columns="id, sender, subject, read, has_attachments",
+    newest_first=True,
+)
 _MOVE_COUNTER = "UPDATE unread_email_stats SET unread = unread + ? WHERE username = ? AND label = ?"
 
 
@@ -177,9 +188,11 @@ class MailStore:
         one counter batch at the end.
         """
         recipients = [r for r in email.recipients if r != email.sender]
-        groups = [recipients[i : i + FILING_BATCH] for i in range(0, len(recipients), FILING_BATCH)]
         await asyncio.gather(
-            *(self._file(email, [(r, Placement.delivered(email, r)) for r in group]) for group in groups)
+            *(
+                self._file(email, [(r, Placement.delivered(email, r)) for r in group])
+                for group in chunked(recipients, FILING_BATCH)
+            )
         )
         await self._file(email, [(email.sender, Placement.delivered(email, email.sender))])
         await self._move_counters([(r, INBOX, 1) for r in recipients])
@@ -208,7 +221,7 @@ class MailStore:
                     stamp,
                 ),
             ),
-            (_INSERT_BUCKET, (login, placement.label, bucket)),
+            _FOLDER.add_bucket((login, placement.label), bucket),
         ]
 
     async def _move_counters(self, deltas: Iterable[tuple[str, str, int]]) -> None:
@@ -222,7 +235,7 @@ class MailStore:
 
     # -- read state and moves ----------------------------------------------
 
-    async def _compare_and_set(
+    async def _write_placement_if_unchanged(
         self, login: str, email: EmailRecord, current: Placement, label: str, read: bool
     ) -> Placement | None:
         """Write the new placement if nobody changed it since ``current`` was read.
@@ -258,12 +271,12 @@ class MailStore:
             if current.read == read:
                 # Nothing to flip; rewrite the folder row as it should be, which
                 # repairs it if the write after an earlier flip was lost.
-                await self.db.batch(self._entry_writes(login, email, current), logged=False)
+                await self.refile(login, email, current)
                 return current
-            changed = await self._compare_and_set(login, email, current, current.label, read)
+            changed = await self._write_placement_if_unchanged(login, email, current, current.label, read)
             if changed is None:
                 return None
-            await self.db.batch(self._entry_writes(login, email, changed), logged=False)
+            await self.refile(login, email, changed)
             await self._move_counters([(login, changed.label, -1 if read else 1)])
             return changed
 
@@ -282,7 +295,7 @@ class MailStore:
                 return current
             if current.label != source:
                 raise NotInFolder(source)
-            changed = await self._compare_and_set(login, email, current, target, current.read)
+            changed = await self._write_placement_if_unchanged(login, email, current, target, current.read)
             if changed is None:
                 return None
             assert changed.changed_at is not None
@@ -307,118 +320,35 @@ class MailStore:
     ) -> Page[FolderEntry]:
         """Newest first, across the folder's time buckets."""
 
-        async def list_buckets(past: int | None, limit: int) -> list[int]:
-            if past is None:
-                result = await self.db.execute(
-                    "SELECT bucket FROM email_folder_buckets WHERE username = ? AND label = ? LIMIT ?",
-                    (login, label, limit),
-                )
-            else:
-                result = await self.db.execute(
-                    "SELECT bucket FROM email_folder_buckets WHERE username = ? AND label = ?"
-                    " AND bucket < ? LIMIT ?",
-                    (login, label, past, limit),
-                )
-            return [r["bucket"] for r in result.rows]
+        return await _FOLDER.page(self.db, (login, label), _folder_entry, first=first, after=after)
 
-        async def fetch(bucket: int, past: UUID | None, limit: int) -> list[tuple[UUID, FolderEntry]]:
-            columns = "SELECT id, sender, subject, read, has_attachments FROM emails_by_user_folder"
-            if past is None:
-                result = await self.db.execute(
-                    f"{columns} WHERE username = ? AND label = ? AND bucket = ? LIMIT ?",
-                    (login, label, bucket, limit),
-                    fetch_size=limit,
-                )
-            else:
-                result = await self.db.execute(
-                    f"{columns} WHERE username = ? AND label = ? AND bucket = ? AND id < ? LIMIT ?",
-                    (login, label, bucket, past, limit),
-                    fetch_size=limit,
-                )
-            return [
-                (
-                    r["id"],
-                    FolderEntry(
-                        id=r["id"],
-                        sender=r["sender"],
-                        subject=r["subject"] or "",
-                        read=bool(r["read"]),
-                        has_attachments=bool(r["has_attachments"]),
-                    ),
-                )
-                for r in result.rows
-            ]
+    # -- repair (see ``recount.py``) ---------------------------------------
 
-        return await read_page(list_buckets, fetch, first=first, after=after)
-
-    # -- repair -------------------------------------------------------------
-
-    async def recount(self, login: str) -> dict[str, tuple[int, int]]:
-        """Rebuild a user's unread counters from the folder partitions.
-
-        First every folder row is checked against the user's placement of that
-        email (the LWT-guarded truth) and rewritten where a write after a change
-        was lost; then the unread rows of each folder are counted and each
-        counter is moved by the difference. Returns ``{label: (before, after)}``.
-        A send or mark landing while this runs can leave one counter off by
-        that change; running it again settles it.
-        """
-        labels = [f.label for f in await self.folders(login)]
-        entries: dict[str, list[tuple[int, FolderEntry]]] = {}
-        for label in labels:
-            entries[label] = await self._all_entries(login, label)
-        limit = asyncio.Semaphore(RECOUNT_CONCURRENCY)
-
-        async def reconcile(label: str, bucket: int, entry: FolderEntry) -> tuple[UUID, Placement] | None:
-            async with limit:
-                email = await self.email(entry.id)
-                if email is None:
-                    return None
-                placement = await self.placement(login, email)
-                if placement.label != label and placement.changed_at is not None:
-                    await self.db.execute(
-                        _DELETE_ENTRY, (placement.changed_at, login, label, bucket, entry.id)
-                    )
-                if placement.label != label or placement.read != entry.read:
-                    await self.db.batch(self._entry_writes(login, email, placement), logged=False)
-                return entry.id, placement
-
-        checked = await asyncio.gather(
-            *(reconcile(label, bucket, entry) for label in labels for bucket, entry in entries[label])
-        )
-        truth = dict(c for c in checked if c is not None)
-        unread: dict[str, int] = {}
-        for placement in truth.values():
-            if not placement.read:
-                unread[placement.label] = unread.get(placement.label, 0) + 1
-        before = await self.unread_counts(login)
-        report: dict[str, tuple[int, int]] = {}
-        for label in sorted(set(labels) | set(before)):
-            target = unread.get(label, 0)
-            current = before.get(label, 0)
-            if target != current:
-                await self._move_counters([(login, label, target - current)])
-            report[label] = (current, target)
-        return report
-
-    async def _all_entries(self, login: str, label: str) -> list[tuple[int, FolderEntry]]:
-        buckets = await self.db.execute_all(
-            "SELECT bucket FROM email_folder_buckets WHERE username = ? AND label = ?", (login, label)
-        )
+    async def all_entries(self, login: str, label: str) -> list[tuple[int, FolderEntry]]:
+        """Every row of a folder listing with its bucket (all pages of every bucket)."""
         found: list[tuple[int, FolderEntry]] = []
-        for row in buckets:
-            rows = await self.db.execute_all(
-                "SELECT id, sender, subject, read, has_attachments FROM emails_by_user_folder"
-                " WHERE username = ? AND label = ? AND bucket = ?",
-                (login, label, row["bucket"]),
-            )
-            found += [
-                (
-                    row["bucket"],
-                    FolderEntry(r["id"], r["sender"], r["subject"] or "", bool(r["read"]),
-                                bool(r["has_attachments"])),
-                )
-                for r in rows
-            ]
+        for bucket in await _FOLDER.buckets(self.db, (login, label)):
+            entries = await _FOLDER.bucket_items(self.db, (login, label), bucket, _folder_entry)
+            found += [(bucket, entry) for entry in entries]
         return found
 
+    async def refile(self, login: str, email: EmailRecord, placement: Placement) -> None:
+        """Write the folder row as ``placement`` says (stamped with its ``changed_at``)."""
+        await self.db.batch(self._entry_writes(login, email, placement), logged=False)
+
+    async def unlist(self, login: str, label: str, bucket: int, email_id: UUID, stamp: int) -> None:
+        """Delete a folder row, stamped so that a newer filing of it is never undone."""
+        await self.db.execute(_DELETE_ENTRY, (stamp, login, label, bucket, email_id))
+
+    async def move_counter(self, login: str, label: str, delta: int) -> None:
+        await self._move_counters([(login, label, delta)])
+
+
+def _folder_entry(row: Row) -> FolderEntry:
+    return FolderEntry(
+        id=row["id"],
+        sender=row["sender"],
+        subject=row["subject"] or "",
+        read=bool(row["read"]),
+        has_attachments=bool(row["has_attachments"]),
+    )

@@ -6,6 +6,7 @@ from collections import defaultdict
 
 from strawberry.dataloader import DataLoader
 
+from gateway.db.session import IN_CHUNK
 from gateway.graph.context import Context
 from gateway.messenger.model import PartnerRecord
 from gateway.messenger.store import MessengerStore
@@ -15,7 +16,7 @@ PartnerKey = tuple[str, str]
 
 
 def partner_loader(context: Context) -> DataLoader[PartnerKey, PartnerRecord]:
-    """Rows by (owner, partner): one read of each owner's partition per batch of up to 100."""
+    """Rows by (owner, partner): one read of each owner's partition per batch of up to ``IN_CHUNK``."""
     store = context.store(MessengerStore)
 
     async def load(keys: list[PartnerKey]) -> list[PartnerRecord]:
@@ -28,4 +29,4 @@ def partner_loader(context: Context) -> DataLoader[PartnerKey, PartnerRecord]:
                 found[(owner, partner)] = record
         return [found[key] for key in keys]
 
-    return DataLoader(load_fn=load, max_batch_size=100)
+    return DataLoader(load_fn=load, max_batch_size=IN_CHUNK)

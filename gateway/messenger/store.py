@@ -37,6 +37,15 @@ from gateway.settings import Settings
 _MESSAGE_COLUMNS = "message_id, sender, recipient, content, client_message_id"
 _PARTNER_COLUMNS = "partner, last_message, unread, unread_since"
 
+_CONVERSATION = timeline.BucketedTimeline(
+    items="direct_messages",
+    index="direct_message_buckets",
+    key=("conversation_id",),
+    item_id="message_id",
+    columns=_MESSAGE_COLUMNS,
+    newest_first=True,
+)
+
 #: Talk-partner rows read per page of the main view's partition slice.
 PARTNER_FETCH_SIZE = 1000
 
@@ -69,7 +78,7 @@ class MessengerStore:
         counted = await self.unread.count_received(
             recipient, sender, message_id, time_of(message_id), client_message_id
         )
-        if not counted.first:
+        if not counted.counted_now:
             stored = await self.message(conversation_id(sender, recipient), counted.message_id)
             if stored is not None:
                 return Sent(stored, stored_now=False)
@@ -113,11 +122,7 @@ class MessengerStore:
                         micros,
                     ),
                 ),
-                (
-                    "INSERT INTO direct_message_buckets (conversation_id, bucket) VALUES (?, ?)"
-                    " USING TIMESTAMP ?",
-                    (conversation, bucket, micros),
-                ),
+                _CONVERSATION.add_bucket((conversation,), bucket, timestamp=micros),
                 (set_last, (micros, last, message.sender, message.recipient)),
                 (set_last, (micros, last, message.recipient, message.sender)),
             ],
@@ -140,37 +145,7 @@ class MessengerStore:
         self, conversation: str, *, first: int, after: timeline.Position | None
     ) -> timeline.Page[MessageRecord]:
         """Newest first, across buckets (see :func:`gateway.db.timeline.read_page`)."""
-
-        async def list_buckets(before: int | None, limit: int) -> list[int]:
-            if before is None:
-                result = await self.db.execute(
-                    "SELECT bucket FROM direct_message_buckets WHERE conversation_id = ? LIMIT ?",
-                    (conversation, limit),
-                )
-            else:
-                result = await self.db.execute(
-                    "SELECT bucket FROM direct_message_buckets WHERE conversation_id = ? AND bucket < ?"
-                    " LIMIT ?",
-                    (conversation, before, limit),
-                )
-            return [row["bucket"] for row in result.rows]
-
-        async def fetch(bucket: int, before: UUID | None, limit: int) -> list[tuple[UUID, MessageRecord]]:
-            if before is None:
-                result = await self.db.execute(
-                    f"SELECT {_MESSAGE_COLUMNS} FROM direct_messages"
-                    " WHERE conversation_id = ? AND bucket = ? LIMIT ?",
-                    (conversation, bucket, limit),
-                )
-            else:
-                result = await self.db.execute(
-                    f"SELECT {_MESSAGE_COLUMNS} FROM direct_messages"
-                    " WHERE conversation_id = ? AND bucket = ? AND message_id < ? LIMIT ?",
-                    (conversation, bucket, before, limit),
-                )
-            return [(row["message_id"], _message(row)) for row in result.rows]
-
-        return await timeline.read_page(list_buckets, fetch, first=first, after=after)
+        return await _CONVERSATION.page(self.db, (conversation,), _message, first=first, after=after)
 
     # -- talk partners ------------------------------------------------------
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from gateway.db.keyed_locks import KeyedLocks
 from gateway.db.lwt import compare_and_set
 from gateway.db.session import Database, Params, Row
-from gateway.messenger.locks import PartitionLocks
 from gateway.messenger.model import PartnerRecord
 
 PARTNER_ROW = 0
@@ -41,8 +41,6 @@ CLIENT_MESSAGE_ID_TTL = timedelta(days=3)
 
 #: How many (owner, partner) unread values a process remembers (see ``UnreadLedger._seen``).
 KNOWN_UNREAD_ENTRIES = 10_000
-
-_UNKNOWN = object()
 
 _PARTNER_KEY = "owner = ? AND row_kind = 0 AND partner = ? AND client_message_id = ''"
 
@@ -65,7 +63,7 @@ class Counted:
     message_id: UUID
     #: False when the ``clientMessageId`` was claimed before: ``message_id`` is
     #: the message that earlier send stored, and nothing was counted now.
-    first: bool
+    counted_now: bool
 
 
 class UnreadLedger:
@@ -73,7 +71,7 @@ class UnreadLedger:
 
     def __init__(self, db: Database, lock_wait_seconds: float) -> None:
         self.db = db
-        self.locks = PartitionLocks(lock_wait_seconds)
+        self.locks = KeyedLocks(lock_wait_seconds)
         self._known: OrderedDict[tuple[str, str], int | None] = OrderedDict()
 
     async def _seen(self, owner: str, partner: str) -> int | None:
@@ -85,9 +83,9 @@ class UnreadLedger:
         costing the round trip the read would have cost. Correctness never
         depends on it, only the statement count does.
         """
-        known = self._known.get((owner, partner), _UNKNOWN)
-        if known is not _UNKNOWN:
-            return known  # type: ignore[return-value]
+        key = (owner, partner)
+        if key in self._known:
+            return self._known[key]
         row = (await self.db.execute(_READ_UNREAD, (owner, partner))).one()
         return row["unread"] if row else None
 
@@ -129,12 +127,12 @@ class UnreadLedger:
                     result = await self.db.batch([claim, increment])
                 if result.applied:
                     self._remember(recipient, sender, (seen or 0) + 1)
-                    return Counted(message_id, first=True)
+                    return Counted(message_id, counted_now=True)
                 seen = _unread_in(result.rows)
                 self._remember(recipient, sender, seen)
                 for current in result.rows:
                     if current.get("row_kind") == CLAIM_ROW and current.get("claimed_message_id"):
-                        return Counted(current["claimed_message_id"], first=False)
+                        return Counted(current["claimed_message_id"], counted_now=False)
                 return None
 
             try:

@@ -3,7 +3,7 @@
 A room's messages live in one partition per (room incarnation, bucket), the
 bucket being the day ``yyyyMMdd`` by default (``ROOM_BUCKET``), so no
 partition grows without bound. ``room_message_buckets`` lists the buckets that
-hold messages; :func:`gateway.db.timeline.read_page` walks it to page across
+hold messages; :class:`gateway.db.timeline.BucketedTimeline` walks it to page across
 buckets. Writes never need a lightweight transaction: every message has its
 own timeuuid, and the bucket index rows are idempotent.
 """
@@ -18,7 +18,13 @@ from uuid import UUID
 
 from gateway.db.clock import new_timeuuid, time_of
 from gateway.db.session import Database, Row
-from gateway.db.timeline import Page, Position, bucket_of_timeuuid, read_page, validate_granularity
+from gateway.db.timeline import (
+    BucketedTimeline,
+    Page,
+    Position,
+    bucket_of_timeuuid,
+    validate_granularity,
+)
 from gateway.settings import Settings
 
 #: (room id, bucket) pairs this process knows to be in the bucket index, so that
@@ -29,7 +35,14 @@ KNOWN_BUCKETS_MAX = 10_000
 #: Concurrent partition deletes while erasing a deleted room's history.
 ERASE_CONCURRENCY = 32
 
-_MESSAGE_COLUMNS = "message_id, author_login, content, system_message"
+_HISTORY = BucketedTimeline(
+    items="room_messages",
+    index="room_message_buckets",
+    key=("room_id",),
+    item_id="message_id",
+    columns="message_id, author_login, content, system_message",
+    newest_first=True,
+)
 
 
 @dataclass(frozen=True)
@@ -64,9 +77,7 @@ class RoomHistory:
         if key in self._known_buckets:
             self._known_buckets.move_to_end(key)
         else:
-            await self.db.execute(
-                "INSERT INTO room_message_buckets (room_id, bucket) VALUES (?, ?)", (room_id, bucket)
-            )
+            await self.db.execute(*_HISTORY.add_bucket((room_id,), bucket))
             self._known_buckets[key] = None
             if len(self._known_buckets) > KNOWN_BUCKETS_MAX:
                 self._known_buckets.popitem(last=False)
@@ -81,42 +92,15 @@ class RoomHistory:
         self, room_name: str, room_id: UUID, *, first: int, after: Position | None
     ) -> Page[RoomMessageRecord]:
         """``first`` messages newest first, continuing after ``after`` (bucket, message id)."""
-
-        async def list_buckets(before: int | None, limit: int) -> list[int]:
-            if before is None:
-                result = await self.db.execute(
-                    "SELECT bucket FROM room_message_buckets WHERE room_id = ? LIMIT ?", (room_id, limit)
-                )
-            else:
-                result = await self.db.execute(
-                    "SELECT bucket FROM room_message_buckets WHERE room_id = ? AND bucket < ? LIMIT ?",
-                    (room_id, before, limit),
-                )
-            return [row["bucket"] for row in result.rows]
-
-        async def fetch(bucket: int, before: UUID | None, limit: int) -> list[tuple[UUID, RoomMessageRecord]]:
-            if before is None:
-                result = await self.db.execute(
-                    f"SELECT {_MESSAGE_COLUMNS} FROM room_messages WHERE room_id = ? AND bucket = ? LIMIT ?",
-                    (room_id, bucket, limit),
-                )
-            else:
-                result = await self.db.execute(
-                    f"SELECT {_MESSAGE_COLUMNS} FROM room_messages"
-                    " WHERE room_id = ? AND bucket = ? AND message_id < ? LIMIT ?",
-                    (room_id, bucket, before, limit),
-                )
-            return [(row["message_id"], self._record(room_name, room_id, row)) for row in result.rows]
-
         if first == 0:
             return Page(items=[], has_next=False)
-        return await read_page(list_buckets, fetch, first=first, after=after)
+        return await _HISTORY.page(
+            self.db, (room_id,), lambda row: self._record(room_name, room_id, row), first=first, after=after
+        )
 
     async def erase(self, room_id: UUID) -> None:
         """Delete every bucket partition of a room's history, then its bucket index."""
-        rows = await self.db.execute_all(
-            "SELECT bucket FROM room_message_buckets WHERE room_id = ?", (room_id,)
-        )
+        buckets = await _HISTORY.buckets(self.db, (room_id,))
         limit = asyncio.Semaphore(ERASE_CONCURRENCY)
 
         async def erase_bucket(bucket: int) -> None:
@@ -125,10 +109,10 @@ class RoomHistory:
                     "DELETE FROM room_messages WHERE room_id = ? AND bucket = ?", (room_id, bucket)
                 )
 
-        await asyncio.gather(*(erase_bucket(row["bucket"]) for row in rows))
+        await asyncio.gather(*(erase_bucket(bucket) for bucket in buckets))
         await self.db.execute("DELETE FROM room_message_buckets WHERE room_id = ?", (room_id,))
-        for row in rows:
-            self._known_buckets.pop((room_id, row["bucket"]), None)
+        for bucket in buckets:
+            self._known_buckets.pop((room_id, bucket), None)
 
     @staticmethod
     def _record(room_name: str, room_id: UUID, row: Row) -> RoomMessageRecord:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from strawberry.dataloader import DataLoader
 
+from gateway.db.session import IN_CHUNK
 from gateway.graph.context import Context
 from gateway.rooms.store import RoomRecord, RoomStore
 
@@ -15,4 +16,4 @@ def room_loader(context: Context) -> DataLoader[str, RoomRecord | None]:
         found = await store.get_many(names)
         return [found.get(name) for name in names]
 
-    return DataLoader(load_fn=load, max_batch_size=100)
+    return DataLoader(load_fn=load, max_batch_size=IN_CHUNK)

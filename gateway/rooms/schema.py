@@ -90,7 +90,7 @@ class Room:
     participants: list[LazyUser] = strawberry.field(resolver=_participants, description="Ordered by login.")
     participant_count: int
     _record: strawberry.Private[RoomRecord]
-    #: Users prefetched by a list resolver (see ``gateway.rooms.prefetch``); None: not prefetched.
+    #: Users prefetched by a list resolver (``users_by_login``); None: not prefetched.
     _users: strawberry.Private[dict[str, User] | None] = None
 
     @classmethod

@@ -29,28 +29,19 @@ two on one row).
 from __future__ import annotations
 
 import asyncio
-import random
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TypeVar
 from uuid import UUID
 
 from cassandra import InvalidRequest
 from cassandra.protocol import ProtocolException
 
 from gateway.db import clock
-from gateway.db.session import CassandraUnavailable, Database, Row, chunked
+from gateway.db.lwt import retry_unknown_outcome
+from gateway.db.session import Database, Row, chunked
 from gateway.rooms.paging_state import InvalidPagingState
 from gateway.settings import Settings
-
-T = TypeVar("T")
-
-#: Attempts for an idempotent lightweight transaction whose outcome is unknown
-#: (a CAS write timeout under contention). Re-running ``participants + {x}
-#: IF EXISTS`` is harmless, so the gateway retries instead of failing the join.
-IDEMPOTENT_LWT_ATTEMPTS = 4
-IDEMPOTENT_LWT_BACKOFF = 0.05
 
 #: How far past its old offset a cursor's room is looked for when rooms were
 #: created before it since the cursor was issued.
@@ -121,20 +112,6 @@ class RoomScanPage:
 
 def _named(rows: list[Row], index: int, name: str) -> bool:
     return 0 <= index < len(rows) and rows[index]["name"] == name
-
-
-async def retry_unknown_outcome(attempt: Callable[[], Awaitable[T]]) -> T:
-    """Run an idempotent write again when Cassandra could not say whether it applied."""
-    delay = IDEMPOTENT_LWT_BACKOFF
-    for n in range(IDEMPOTENT_LWT_ATTEMPTS):
-        try:
-            return await attempt()
-        except CassandraUnavailable:
-            if n + 1 == IDEMPOTENT_LWT_ATTEMPTS:
-                raise
-        await asyncio.sleep(random.uniform(delay / 2, delay))
-        delay *= 2
-    raise AssertionError("unreachable")
 
 
 class RoomStore:

@@ -126,7 +126,7 @@ class SessionStore:
             return None
         if clock.utc(row["expires_at"]) <= datetime.now(UTC):
             return None
-        return row["login"]  # type: ignore[no-any-return]
+        return str(row["login"])
 
     async def revoke(self, token: str) -> None:
         await self.db.execute("DELETE FROM sessions WHERE token_hash = ?", (hash_token(token),))

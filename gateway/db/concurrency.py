@@ -40,7 +40,7 @@ class InFlightLimit:
         """Results in the order of ``calls``. The first failure cancels the calls not yet
         finished and is raised; the writes of this module are idempotent, so a retry
         of the whole operation completes what was cut short."""
-        results: list[T | None] = [None] * len(calls)
+        results: dict[int, T] = {}
         next_index = 0
 
         async def worker() -> None:
@@ -56,4 +56,4 @@ class InFlightLimit:
                     group.create_task(worker())
         except BaseExceptionGroup as group_error:
             raise group_error.exceptions[0] from None
-        return results  # type: ignore[return-value]
+        return [results[index] for index in range(len(calls))]

@@ -1,4 +1,4 @@
-"""In-process queueing of lightweight transactions that target the same partition.
+"""Per-key asyncio locks: in-process queueing of writes that target the same partition.
 
 Paxos serialises lightweight transactions per partition: two proposals on one
 partition at the same time make one of them back off and retry inside
@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from gateway.db.session import ContentionExhausted
 
 
-class PartitionLocks:
+class KeyedLocks:
     """One ``asyncio.Lock`` per key, alive only while someone holds or awaits it."""
 
     def __init__(self, wait_seconds: float) -> None:
