@@ -164,9 +164,9 @@ class Settings:
             ("CASSANDRA_PORT", self.cassandra_port),
             ("GATEWAY_REDIS_PORT", self.redis_port),
         )
-        for name, value in ports:
-            if not 0 <= value <= 65535:
-                problems.append((name, f"{name} must be a port number, got {value}"))
+        for name, port in ports:
+            if not 0 <= port <= 65535:
+                problems.append((name, f"{name} must be a port number, got {port}"))
         positive = {
             "SESSION_TTL_DAYS": self.session_ttl_days,
             "ARGON2_TIME_COST": self.argon2_time_cost,
