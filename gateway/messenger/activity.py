@@ -105,7 +105,8 @@ class ActivityIndex:
             raise ValueError(f"MESSENGER_ACTIVITY_SLOT must be at least 1 second, got {slot_seconds}")
         self.db = db
         self.slot_ms = slot_seconds * 1000
-        self._last: OrderedDict[str, UUID] = OrderedDict()
+        #: conversation -> its last message id, None: known to have none.
+        self._last: OrderedDict[str, UUID | None] = OrderedDict()
         self._cleanup: set[asyncio.Task[None]] = set()
 
     def slot_of(self, message_id: UUID) -> int:
@@ -114,13 +115,18 @@ class ActivityIndex:
 
     # -- what this process knows of each pair's last message ---------------
 
-    def known_last(self, conversation: str) -> UUID | None:
-        return self._last.get(conversation)
+    def known_last(self, conversation: str) -> tuple[bool, UUID | None]:
+        """(whether this process knows the pair's last message, its id or None for none)."""
+        if conversation in self._last:
+            return True, self._last[conversation]
+        return False, None
 
-    def remember(self, conversation: str, message_id: UUID) -> None:
-        """Keep the newer of the remembered and the given last message."""
+    def remember(self, conversation: str, message_id: UUID | None) -> None:
+        """Keep the newer of the remembered and the given last message (None: none yet)."""
         known = self._last.get(conversation)
-        if known is None or micros_of(known) < micros_of(message_id):
+        if conversation not in self._last or (
+            message_id is not None and (known is None or micros_of(known) < micros_of(message_id))
+        ):
             self._last[conversation] = message_id
         self._last.move_to_end(conversation)
         if len(self._last) > KNOWN_LAST_MESSAGES:

@@ -38,6 +38,12 @@ class BackfillReport:
     pairs_indexed: int
 
 
+async def backfill(db: Database, settings: Settings) -> str:
+    """The ``gateway backfill messenger`` command: the work and its one-line summary."""
+    report = await backfill_messenger(db, settings)
+    return f"{report.pairs_indexed} talk partners indexed from {report.rows_read} rows"
+
+
 async def backfill_messenger(
     db: Database, settings: Settings, *, page_size: int = PAGE_SIZE, max_in_flight: int = MAX_IN_FLIGHT
 ) -> BackfillReport:

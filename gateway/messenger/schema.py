@@ -9,21 +9,31 @@ from typing import Annotated
 import strawberry
 from strawberry.types import Info
 
+from gateway.db.clock import micros_of
 from gateway.graph import validation
 from gateway.graph.context import context_of
 from gateway.graph.errors import BadUserInput, NotFound
-from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.pagination import (
+    Connection,
+    Edge,
+    PageInfo,
+    decode_position,
+    page_size,
+    position_cursor,
+)
 from gateway.graph.selection import selects
+from gateway.messenger.activity import Spot
 from gateway.messenger.events import message_events, publish_message
 from gateway.messenger.loaders import partner_loader
 from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
-from gateway.messenger.store import MessengerStore
+from gateway.messenger.store import MessengerStore, PartnerPage
 from gateway.users.loaders import user_loader
 from gateway.users.schema import User, load_user, require_user, users_by_login
 
 CONTENT_MAX = 4000
 CLIENT_MESSAGE_ID_MAX = 100
 MESSAGES_PAGE = 50
+TALK_PARTNERS_PAGE = 50
 
 WithArgument = Annotated[str, strawberry.argument(name="with", description="The other user's login.")]
 
@@ -186,6 +196,36 @@ class TalkPartner:
         return [cls.of(record, users) for record in records]
 
 
+def _decode_spot(cursor: str | None) -> Spot | None:
+    if cursor is None:
+        return None
+    try:
+        return Spot.decode(cursor)
+    except ValueError as exc:
+        raise BadUserInput("after", "Invalid cursor.") from exc
+
+
+def _by_recency(page: PartnerPage) -> list[tuple[str, PartnerRecord]]:
+    """The page ordered by the last message's time, each with its cursor.
+
+    The activity partition orders by slot only; within a slot the page is
+    ordered here. An edge's cursor is the furthest place in the partition of
+    it and the edges before it, so resuming from any edge repeats nothing
+    already shown (the last edge's cursor is the page's ``endCursor``).
+    """
+    ordered = sorted(
+        page.items,
+        key=lambda item: (-item[0].slot, -micros_of(item[1].last_message.id) if item[1].last_message else 0),
+    )
+    scan_index = {spot: n for n, (spot, _) in enumerate(page.items)}
+    furthest = -1
+    result: list[tuple[str, PartnerRecord]] = []
+    for spot, record in ordered:
+        furthest = max(furthest, scan_index[spot])
+        result.append((page.items[furthest][0].encode(), record))
+    return result
+
+
 def _user(info: Info, users: dict[str, User] | None, login: str) -> User:
     """The prefetched user, or an awaitable of it (graphql-core awaits it)."""
     if users is not None and login in users:
@@ -209,10 +249,29 @@ async def _other_user(info: Info, viewer: str, login: str, field: str) -> str:
 class MessengerMe:
     login: strawberry.Private[str]
 
-    @strawberry.field(description="Everyone you have talked with, most recent conversation first.")
-    async def talk_partners(self, info: Info) -> list[TalkPartner]:
-        records = await context_of(info).store(MessengerStore).partners(self.login)
-        return await TalkPartner.list_of(info, records)
+    @strawberry.field(
+        description="Everyone you have talked with, most recent conversation first. Someone who "
+        "writes to you while you page moves to the top: a fresh first page shows them, later pages "
+        "never repeat them."
+    )
+    async def talk_partners(
+        self, info: Info, first: int | None = TALK_PARTNERS_PAGE, after: str | None = None
+    ) -> Connection[TalkPartner]:
+        size = page_size(info, first, TALK_PARTNERS_PAGE)
+        position = _decode_spot(after)
+        page = await context_of(info).store(MessengerStore).partners_page(
+            self.login, first=size, after=position
+        )
+        ordered = _by_recency(page)
+        nodes = await TalkPartner.list_of(info, [record for _, record in ordered])
+        return Connection(
+            edges=[Edge(cursor=cursor, node=node) for (cursor, _), node in zip(ordered, nodes, strict=True)],
+            page_info=PageInfo(
+                has_next_page=page.has_next,
+                end_cursor=page.end.encode() if page.end else None,
+                start_cursor=ordered[0][0] if ordered else None,
+            ),
+        )
 
     @strawberry.field(description="Your conversation with `with` (empty when you never talked).")
     async def conversation(self, info: Info, with_: WithArgument) -> Conversation:

@@ -100,6 +100,8 @@ class MessengerStore:
         counted = await self.unread.count_received(
             recipient, sender, message_id, time_of(message_id), client_message_id
         )
+        if counted.previous is not None:
+            self.activity.remember(conversation_id(sender, recipient), counted.previous.message_id)
         if not counted.counted_now:
             stored = await self.message(conversation_id(sender, recipient), counted.message_id)
             if stored is not None:
@@ -164,9 +166,9 @@ class MessengerStore:
         Remembered ids may be behind another process's sends; the move then
         leaves a stale row behind, which readers skip and delete.
         """
-        known = self.activity.known_last(conversation)
-        if known is not None:
-            return known
+        known, last_id = self.activity.known_last(conversation)
+        if known:
+            return last_id
         row = (await self.db.execute(_LAST_MESSAGE, (message.sender, message.recipient))).one()
         last = row["last_message"] if row else None
         return last[0] if last else None
