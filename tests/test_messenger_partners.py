@@ -12,7 +12,7 @@ from aiohttp import web
 
 from gateway.app import SERVICES
 from gateway.db.clock import micros_of, new_timeuuid
-from gateway.messenger.activity import slot_of_row
+from gateway.messenger.activity import slot_of_row, slot_time
 from gateway.messenger.model import MessageRecord
 from gateway.messenger.store import MessengerStore
 from tests.cli import run_cli
@@ -145,13 +145,18 @@ async def test_racing_sends_in_one_pair_leave_one_current_row(
     other_api, other_app = await make_server()
     alice = await api.sign_up("alice")
     bob = await api.sign_up("bob")
-    # Messages a slot apart, written at once by two processes: every send moves the pair.
+    # Messages a slot apart, so every send moves the pair, written by two processes that
+    # do not see each other's sends: first in turn (each leaves the other's row behind),
+    # then all at once.
     stores = [store_of(app), store_of(other_app)]
     pairs = [(alice.login, bob.login), (bob.login, alice.login)]
     records = [
         MessageRecord(new_timeuuid(BASE_NS + n * MINUTE_NS), *pairs[n % 2], f"m{n}") for n in range(12)
     ]
-    await asyncio.gather(*(stores[n % 2].write_message(r) for n, r in enumerate(records)))
+    for n, record in enumerate(records[:4]):
+        await stores[n % 2].write_message(record)
+    assert len(await activity_rows(app, bob.login)) > 1
+    await asyncio.gather(*(stores[n % 2].write_message(r) for n, r in enumerate(records[4:])))
     # And real sends through both gateways on top.
     await asyncio.gather(
         *(
@@ -202,3 +207,25 @@ async def test_backfill_indexes_partners_written_before_the_index(api: Api, app:
         assert "messenger" in output
     assert [login for p in await all_pages(api, owner, 5) for login in p] == expected
     assert (await page(api, partners[0], 5))["edges"][0]["node"]["partner"]["login"] == owner.login
+
+
+async def test_a_page_short_of_current_rows_reads_on(api: Api, app: web.Application) -> None:
+    owner, expected, _ = await owner_with_history(api, app, 12)
+    db = app[SERVICES].db
+    # Rows of the last 10 partners at slots their last message is not in, above all
+    # others, written before any of their messages.
+    for n, login in enumerate(expected[:10]):
+        await db.execute(
+            "INSERT INTO talk_partners_by_activity (owner, slot, partner) VALUES (?, ?, ?) USING TIMESTAMP ?",
+            (owner.login, slot_time((BASE_NS // 1_000_000) + (100 + n) * 61_000), login, BASE_NS // 1000),
+        )
+    response = await api.call(PAGE, {"first": 3}, token=owner.token)
+    edges = response.data["me"]["talkPartners"]["edges"]  # type: ignore[index]
+    assert [e["node"]["partner"]["login"] for e in edges] == expected[:3]
+    # The first slice (3 + 1 + 4 rows) held only stale rows: one more slice and IN read.
+    assert response.statements == 6
+    await store_of(app).activity.drain()
+    assert len(await activity_rows(app, owner.login)) == 12
+    again = await api.call(PAGE, {"first": 3}, token=owner.token)
+    assert again.statements == 4
+    assert [login for p in await all_pages(api, owner, 5) for login in p] == expected

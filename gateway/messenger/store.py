@@ -203,6 +203,8 @@ class MessengerStore:
         ``MAX_SLICES_PER_PAGE``). Within a slot the order is the activity
         partition's; the caller orders a page by the last message's time.
         """
+        if first == 0:
+            return PartnerPage([], bool(await self.activity.slice(owner, after, 1)), after)
         found: list[tuple[Spot, PartnerRecord]] = []
         position = after
         limit = first + 1 + PAGE_SLACK
