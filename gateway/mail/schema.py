@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable
 from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
@@ -32,7 +33,7 @@ from gateway.mail.records import (
 from gateway.mail.store import MailStore, NotInFolder
 from gateway.mail.uploads import MAX_FILES, RefusedUpload, StoredUpload
 from gateway.users.loaders import user_loader
-from gateway.users.schema import User, load_users, require_user, users_by_login
+from gateway.users.schema import Prefetched, User, load_users, prefetched_user, require_user, users_by_login
 
 LABEL = re.compile(r"^[a-z0-9][a-z0-9_-]{0,29}$")
 COLOR = re.compile(r"^#[0-9a-f]{6}$")
@@ -95,16 +96,14 @@ class EmailSummary:
     has_attachments: bool
     _sender: strawberry.Private[str]
     #: Senders prefetched by the page resolver; None: not prefetched.
-    _senders: strawberry.Private[dict[str, User] | None] = None
+    _senders: strawberry.Private[Prefetched] = None
 
-    @strawberry.field(name="from")
-    def from_(self, info: Info) -> User:
-        if self._senders is not None and self._sender in self._senders:
-            return self._senders[self._sender]
-        return require_user(info, self._sender)  # type: ignore[return-value]  # awaited by graphql-core
+    @strawberry.field(name="from", graphql_type=User)
+    def from_(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._senders, self._sender)
 
     @classmethod
-    def of(cls, entry: FolderEntry, senders: dict[str, User] | None = None) -> EmailSummary:
+    def of(cls, entry: FolderEntry, senders: Prefetched = None) -> EmailSummary:
         return cls(
             id=strawberry.ID(str(entry.id)),
             subject=entry.subject,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Awaitable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry.types import Info
@@ -30,19 +29,14 @@ from gateway.rooms.history import RoomHistory, RoomMessageRecord
 from gateway.rooms.loaders import room_loader
 from gateway.rooms.paging_state import InvalidPagingState, checked_paging_state
 from gateway.rooms.store import SCAN_DRIFT, RoomRecord, RoomStore, ScanPosition
-
-if TYPE_CHECKING:
-    from gateway.users.schema import User
-
-LazyUser = Annotated["User", strawberry.lazy("gateway.users.schema")]
-
-
-async def users_by_login(info: Info, logins: Iterable[str]) -> dict[str, User]:
-    """``gateway.users.schema.users_by_login``, imported late: the users schema
-    imports this domain's ``User.rooms`` mixin."""
-    from gateway.users.schema import users_by_login as load
-
-    return await load(info, logins)
+from gateway.users.schema import (
+    Prefetched,
+    User,
+    prefetched_user,
+    prefetched_user_or_none,
+    prefetched_users,
+    users_by_login,
+)
 
 ROOMS_PAGE = 20
 MESSAGES_PAGE = 50
@@ -63,38 +57,26 @@ class Room:
     """Fields known from the record are filled at construction: plain attributes resolve
     on Strawberry's fast path."""
 
-    # The user fields are plain resolvers that return either the prefetched value or
-    # an awaitable (which graphql-core awaits): a list resolved from prefetched users
-    # then needs no awaitable per item.
+    def _creator(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._record.creator_login)
 
-    def _creator(self, info: Info) -> User:
-        from gateway.users.schema import require_user
-
-        login = self._record.creator_login
-        if self._users is not None and login in self._users:
-            return self._users[login]
-        return require_user(info, login)  # type: ignore[return-value]
-
-    def _participants(self, info: Info) -> list[User]:
-        from gateway.users.schema import load_users
-
-        logins = sorted(self._record.participants)
-        if self._users is not None and all(login in self._users for login in logins):
-            return [self._users[login] for login in logins]
-        return load_users(info, logins)  # type: ignore[return-value]
+    def _participants(self, info: Info) -> list[User] | Awaitable[list[User]]:
+        return prefetched_users(info, self._users, sorted(self._record.participants))
 
     name: str
     banner: str | None
     created_at: datetime
-    creator: LazyUser = strawberry.field(resolver=_creator)
-    participants: list[LazyUser] = strawberry.field(resolver=_participants, description="Ordered by login.")
+    creator: User = strawberry.field(resolver=_creator, graphql_type=User)
+    participants: list[User] = strawberry.field(
+        resolver=_participants, graphql_type=list[User], description="Ordered by login."
+    )
     participant_count: int
     _record: strawberry.Private[RoomRecord]
-    #: Users prefetched by a list resolver (see ``gateway.rooms.prefetch``); None: not prefetched.
-    _users: strawberry.Private[dict[str, User] | None] = None
+    #: Users prefetched by ``list_of``.
+    _users: strawberry.Private[Prefetched] = None
 
     @classmethod
-    def of(cls, record: RoomRecord, users: dict[str, User] | None = None) -> Room:
+    def of(cls, record: RoomRecord, users: Prefetched = None) -> Room:
         return cls(
             name=record.name,
             banner=record.banner,
@@ -157,10 +139,10 @@ class RoomMessage:
     room: Room = strawberry.field(description="The room as it stood when the message was read or delivered.")
     _author_login: strawberry.Private[str | None]
     #: Authors prefetched by the page resolver; None: not prefetched.
-    _authors: strawberry.Private[dict[str, User] | None] = None
+    _authors: strawberry.Private[Prefetched] = None
 
     @classmethod
-    def of(cls, record: RoomMessageRecord, room: Room, authors: dict[str, User] | None = None) -> RoomMessage:
+    def of(cls, record: RoomMessageRecord, room: Room, authors: Prefetched = None) -> RoomMessage:
         return cls(
             id=strawberry.ID(str(record.id)),
             content=record.content,
@@ -171,16 +153,9 @@ class RoomMessage:
             _authors=authors,
         )
 
-    @strawberry.field(description="Null for system messages.")
-    def author(self, info: Info) -> LazyUser | None:
-        from gateway.users.schema import load_user
-
-        login = self._author_login
-        if login is None:
-            return None
-        if self._authors is not None and login in self._authors:
-            return self._authors[login]
-        return load_user(info, login)  # type: ignore[return-value]  # awaited by graphql-core
+    @strawberry.field(description="Null for system messages.", graphql_type=User | None)
+    def author(self, info: Info) -> User | Awaitable[User | None] | None:
+        return prefetched_user_or_none(info, self._authors, self._author_login)
 
 
 def _scan_cursor(position: ScanPosition) -> str:
@@ -310,3 +285,27 @@ class RoomSubscription:
                 yield RoomMessage.of(event.message, Room.of(event.room))
                 if event.ends_subscription_of(viewer):
                     return
+
+
+@strawberry.type
+class RoomUser:
+    """``User.rooms``, joined onto ``User`` at the composition root."""
+
+    login: strawberry.Private[str]
+
+    @strawberry.field(
+        description="The rooms this user is in, by name. Rooms that no longer exist are never listed."
+    )
+    async def rooms(self, info: Info) -> list[Room]:
+        context = context_of(info)
+        store = context.store(RoomStore)
+        memberships = await store.memberships(self.login)
+        records = await context.loader(room_loader).load_many([m.room_name for m in memberships])
+        current: list[RoomRecord] = []
+        for membership, record in zip(memberships, records, strict=True):
+            if record is not None and self.login in record.participants:
+                current.append(record)
+            else:
+                # Left behind by a deletion (or a leave) that a reader saw half done.
+                await store.forget_stale_membership(self.login, membership)
+        return await Room.list_of(info, current)

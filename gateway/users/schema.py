@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from datetime import datetime
 
 import strawberry
 from strawberry.types import Info
 
-from gateway.blog.user_fields import BlogUserFields
 from gateway.db import clock
 from gateway.graph import validation
 from gateway.graph.context import context_of
 from gateway.graph.errors import BadUserInput, Conflict, NotFound, Unauthenticated
-from gateway.rooms.user_fields import UserRooms
 from gateway.users.loaders import user_loader
 from gateway.users.passwords import hash_password, verify_password
 from gateway.users.store import SessionStore, UserRecord, UserStore
@@ -26,7 +24,10 @@ WRONG_CREDENTIALS = "Wrong login or password."
 
 
 @strawberry.type(description="A registered user.")
-class User(UserRooms, BlogUserFields):
+class User:
+    """The fields other domains add (``rooms``, ``posts`` ...) are joined onto this
+    type at the composition root, ``gateway/schema.py``."""
+
     login: str
     firstname: str
     lastname: str
@@ -77,6 +78,43 @@ async def require_user(info: Info, login: str) -> User:
     if user is None:
         raise NotFound(f"No user '{login}'.")
     return user
+
+
+#: Users a list resolver loaded for its items in one batch, by login; None: nothing prefetched.
+Prefetched = Mapping[str, User] | None
+
+# The helpers below serve the plain (not async) resolvers of list items: they
+# return the prefetched value itself, or an awaitable that graphql-core awaits, so
+# a list resolved from prefetched users needs no awaitable per item. Such a
+# resolver declares its GraphQL type with ``graphql_type=``.
+
+
+def prefetched_user(info: Info, prefetched: Prefetched, login: str) -> User | Awaitable[User]:
+    """``login``'s user, which must exist: from ``prefetched``, or loaded."""
+    if prefetched is not None and login in prefetched:
+        return prefetched[login]
+    return require_user(info, login)
+
+
+def prefetched_user_or_none(
+    info: Info, prefetched: Prefetched, login: str | None
+) -> User | Awaitable[User | None] | None:
+    """``login``'s user (None without a login or a user): from ``prefetched``, or loaded."""
+    if login is None:
+        return None
+    if prefetched is not None and login in prefetched:
+        return prefetched[login]
+    return load_user(info, login)
+
+
+def prefetched_users(
+    info: Info, prefetched: Prefetched, logins: Sequence[str]
+) -> list[User] | Awaitable[list[User]]:
+    """The users of ``logins`` in order, skipping missing ones: from ``prefetched`` when
+    it has them all, or loaded."""
+    if prefetched is not None and all(login in prefetched for login in logins):
+        return [prefetched[login] for login in logins]
+    return load_users(info, logins)
 
 
 @strawberry.type
