@@ -13,8 +13,8 @@ from gateway.blog.comment_store import CommentRecord, CommentStore
 from gateway.blog.cursors import author_cursor, author_position, timeline_position
 from gateway.blog.loaders import comment_count_loader, post_count_loader, post_loader
 from gateway.blog.store import ALL_POSTS, PostDraft, PostRecord, PostStore, PostSummary
+from gateway.errors import Conflict, NotFound
 from gateway.graph.context import context_of
-from gateway.graph.errors import Conflict, NotFound
 from gateway.graph.pagination import Connection, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.users.schema import User, prefetched_user, users_by_login

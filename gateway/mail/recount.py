@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 from gateway.db.session import Database
+from gateway.errors import BadUserInput
 from gateway.graph import validation
-from gateway.graph.errors import BadUserInput
 from gateway.mail.store import MailStore
 from gateway.settings import Settings
 from gateway.users.store import UserStore

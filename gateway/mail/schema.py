@@ -14,9 +14,9 @@ from strawberry.types import Info
 
 from gateway.db import clock
 from gateway.db.clock import new_timeuuid
+from gateway.errors import BadUserInput, Conflict, NotFound
 from gateway.graph import validation
 from gateway.graph.context import context_of
-from gateway.graph.errors import BadUserInput, Conflict, NotFound
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.mail.loaders import unread_counts_loader

@@ -9,9 +9,9 @@ from typing import Annotated
 import strawberry
 from strawberry.types import Info
 
+from gateway.errors import BadUserInput, NotFound
 from gateway.graph import validation
 from gateway.graph.context import context_of
-from gateway.graph.errors import BadUserInput, NotFound
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.messenger.events import message_events, publish_message

@@ -2,33 +2,29 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import AsyncGenerator, Awaitable
 from datetime import datetime
 
 import strawberry
 from strawberry.types import Info
 
+from gateway.errors import BadUserInput, Forbidden, NotFound
 from gateway.graph.context import Context, context_of
-from gateway.graph.errors import BadUserInput, Forbidden, NotFound
 from gateway.graph.pagination import (
-    MAX_PAGE_SIZE,
     Connection,
-    decode_cursor,
     decode_position,
-    encode_cursor,
     page_size,
     position_cursor,
 )
 from gateway.graph.selection import selects
 from gateway.rooms import rules
-from gateway.rooms.actions import RoomActions
+from gateway.rooms.cursors import scan_cursor, scan_position
 from gateway.rooms.events import RoomEvent, room_channel
 from gateway.rooms.history import RoomHistory, RoomMessageRecord
 from gateway.rooms.loaders import room_loader
-from gateway.rooms.paging_state import InvalidPagingState, checked_paging_state
-from gateway.rooms.store import SCAN_DRIFT, RoomRecord, RoomStore, ScanPosition
+from gateway.rooms.paging_state import InvalidPagingState
+from gateway.rooms.service import RoomService
+from gateway.rooms.store import RoomRecord, RoomStore
 from gateway.users.schema import (
     Prefetched,
     User,
@@ -40,14 +36,10 @@ from gateway.users.schema import (
 
 ROOMS_PAGE = 20
 MESSAGES_PAGE = 50
-#: The largest offset a ``rooms`` cursor is accepted with. Real ones stay within a
-#: few pages plus drift from their paging state; far larger ones are forged and
-#: would only make the scan read (and skip) more rows.
-MAX_SCAN_OFFSET = 10 * MAX_PAGE_SIZE + SCAN_DRIFT
 
 
-def actions(context: Context) -> RoomActions:
-    return RoomActions(
+def service(context: Context) -> RoomService:
+    return RoomService(
         context.db, context.store(RoomStore), context.store(RoomHistory), context.pubsub
     )
 
@@ -158,34 +150,6 @@ class RoomMessage:
         return prefetched_user_or_none(info, self._authors, self._author_login)
 
 
-def _scan_cursor(position: ScanPosition) -> str:
-    """The paging state (base64), and for a room inside a page its offset and name."""
-    state = position.paging_state
-    encoded = base64.urlsafe_b64encode(state).decode().rstrip("=") if state is not None else None
-    return encode_cursor({"p": encoded, "o": position.offset, "n": position.name})
-
-
-def _decode_scan_cursor(cursor: str | None) -> ScanPosition | None:
-    payload = decode_cursor(cursor)
-    if payload is None:
-        return None
-    state, offset, name = payload.get("p"), payload.get("o"), payload.get("n")
-    if (
-        not isinstance(offset, int)
-        or isinstance(offset, bool)
-        or not 0 <= offset <= MAX_SCAN_OFFSET
-        or not (state is None or isinstance(state, str))
-        or not (name is None or isinstance(name, str))
-    ):
-        raise BadUserInput("after", "Invalid cursor.")
-    try:
-        raw = base64.urlsafe_b64decode(state + "=" * (-len(state) % 4)) if state else None
-        paging_state = checked_paging_state(raw, rules.ROOM_NAME) if raw is not None else None
-    except (binascii.Error, InvalidPagingState) as exc:
-        raise BadUserInput("after", "Invalid cursor.") from exc
-    return ScanPosition(paging_state, offset, name)
-
-
 @strawberry.type
 class RoomQuery:
     @strawberry.field(description="A room by name; null when there is none.")
@@ -205,7 +169,7 @@ class RoomQuery:
         self, info: Info, first: int | None = ROOMS_PAGE, after: str | None = None
     ) -> Connection[Room]:
         size = page_size(info, first, ROOMS_PAGE)
-        start = _decode_scan_cursor(after)
+        start = scan_position(after)
         if size == 0:
             return Connection.empty()
         try:
@@ -215,7 +179,7 @@ class RoomQuery:
         found = [(pos, record) for pos, record in page.rooms if record is not None]
         rooms = await Room.list_of(info, [record for _, record in found])
         return Connection.of(
-            [(_scan_cursor(pos), room) for (pos, _), room in zip(found, rooms, strict=True)], page.has_next
+            [(scan_cursor(pos), room) for (pos, _), room in zip(found, rooms, strict=True)], page.has_next
         )
 
 
@@ -225,20 +189,20 @@ class RoomMutation:
     async def create_room(self, info: Info, name: str, banner: str | None = None) -> Room:
         context = context_of(info)
         viewer = await context.require_viewer()
-        record = await actions(context).create(viewer, rules.room_name(name), rules.banner(banner))
+        record = await service(context).create(viewer, rules.room_name(name), rules.banner(banner))
         return Room.of(record)
 
     @strawberry.mutation(description="Join a room; joining twice is harmless. NOT_FOUND if it is gone.")
     async def join_room(self, info: Info, name: str) -> Room:
         context = context_of(info)
         viewer = await context.require_viewer()
-        return Room.of(await actions(context).join(viewer, rules.room_name(name)))
+        return Room.of(await service(context).join(viewer, rules.room_name(name)))
 
     @strawberry.mutation(description="Leave a room; false when you were not in it.")
     async def leave_room(self, info: Info, name: str) -> bool:
         context = context_of(info)
         viewer = await context.require_viewer()
-        return await actions(context).leave(viewer, rules.room_name(name))
+        return await service(context).leave(viewer, rules.room_name(name))
 
     @strawberry.mutation(
         description="Delete a room you created: it leaves every participant's rooms and its history "
@@ -248,13 +212,13 @@ class RoomMutation:
     async def delete_room(self, info: Info, name: str) -> bool:
         context = context_of(info)
         viewer = await context.require_viewer()
-        return await actions(context).delete(viewer, rules.room_name(name))
+        return await service(context).delete(viewer, rules.room_name(name))
 
     @strawberry.mutation(description="Post in a room you are in. FORBIDDEN unless you are a participant.")
     async def post_room_message(self, info: Info, room: str, content: str) -> RoomMessage:
         context = context_of(info)
         viewer = await context.require_viewer()
-        message, record = await actions(context).post(
+        message, record = await service(context).post(
             viewer, rules.room_name(room, "room"), rules.content(content)
         )
         return RoomMessage.of(message, Room.of(record))

@@ -9,9 +9,9 @@ import strawberry
 from strawberry.types import Info
 
 from gateway.db import clock
+from gateway.errors import BadUserInput, Conflict, NotFound, Unauthenticated
 from gateway.graph import validation
 from gateway.graph.context import context_of
-from gateway.graph.errors import BadUserInput, Conflict, NotFound, Unauthenticated
 from gateway.users.loaders import user_loader
 from gateway.users.passwords import hash_password, verify_password
 from gateway.users.store import SessionStore, UserRecord, UserStore
