@@ -9,11 +9,11 @@ from typing import Annotated
 import strawberry
 from strawberry.types import Info
 
-from gateway.errors import BadUserInput, NotFound
-from gateway.graph import validation
+from gateway.errors import NotFound
 from gateway.graph.context import context_of
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
+from gateway.messenger import rules
 from gateway.messenger.events import message_events, publish_message
 from gateway.messenger.loaders import partner_loader
 from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
@@ -28,8 +28,6 @@ from gateway.users.schema import (
     users_by_login,
 )
 
-CONTENT_MAX = 4000
-CLIENT_MESSAGE_ID_MAX = 100
 MESSAGES_PAGE = 50
 
 WithArgument = Annotated[str, strawberry.argument(name="with", description="The other user's login.")]
@@ -191,13 +189,9 @@ class TalkPartner:
         return [cls.of(record, users) for record in records]
 
 
-
-
 async def _other_user(info: Info, viewer: str, login: str, field: str) -> str:
     """``login`` validated: well-formed, not the viewer, an existing user."""
-    other = validation.login(login, field)
-    if other == viewer:
-        raise BadUserInput(field, f"`{field}` must be another user, not yourself.")
+    other = rules.other_login(login, viewer, field)
     # Both users in one read; the response's sender/recipient fields reuse it.
     found = await context_of(info).loader(user_loader).load_many([viewer, other])
     if found[1] is None:
@@ -231,12 +225,8 @@ class MessengerMutation:
     ) -> DirectMessage:
         context = context_of(info)
         sender = await context.require_viewer()
-        text = validation.text(content, "content", max_len=CONTENT_MAX)
-        key = None
-        if client_message_id is not None:
-            key = validation.text(
-                client_message_id, "clientMessageId", max_len=CLIENT_MESSAGE_ID_MAX, trim=False
-            )
+        text = rules.content(content)
+        key = rules.client_message_id(client_message_id)
         recipient = await _other_user(info, sender, to, "to")
         sent = await context.store(MessengerStore).send(sender, recipient, text, key)
         if sent.stored_now:
