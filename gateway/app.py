@@ -11,6 +11,7 @@ from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
 from strawberry.aiohttp.views import GraphQLView
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+from strawberry.types.unset import UnsetType
 
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
@@ -33,7 +34,7 @@ CONNECTOR = web.AppKey("connector", asyncio.Task)
 CONNECT_RETRY_SECONDS = 2.0
 
 
-class GatewayGraphQLView(GraphQLView):
+class GatewayGraphQLView(GraphQLView[Context, None]):
     """The ``/graphql`` view over the services ``create_app`` built, reading requests
     through ``request_adapter`` (the mail domain's streams uploads into Cassandra)."""
 
@@ -48,7 +49,9 @@ class GatewayGraphQLView(GraphQLView):
         self.services = services
         self.request_adapter_class = request_adapter
 
-    async def get_context(self, request: web.Request, response: Any) -> Context:  # type: ignore[override]
+    async def get_context(
+        self, request: web.Request, response: web.Response | web.WebSocketResponse
+    ) -> Context:
         return Context(
             self.services,
             request=request,
@@ -57,10 +60,11 @@ class GatewayGraphQLView(GraphQLView):
             websocket=isinstance(response, web.WebSocketResponse),
         )
 
-    async def on_ws_connect(self, context: Context) -> None:  # type: ignore[override]
+    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         params = context.connection_params or {}
         value = params.get("authorization") or params.get("Authorization")
         context.set_authorization(value if isinstance(value, str) else None)
+        return None
 
     async def render_graphql_ide(self, request: web.Request) -> web.Response:
         return await render_graphiql(request)
