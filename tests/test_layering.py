@@ -77,6 +77,9 @@ def _rules() -> list[Rule]:
         Rule(f"{PACKAGE}.db", (f"{PACKAGE}.graph", "strawberry", "graphql"), "db/ knows nothing of GraphQL")
     )
     rules.append(
+        Rule(f"{PACKAGE}.errors", (PACKAGE, *GRAPHQL), "domain errors sit below every layer")
+    )
+    rules.append(
         Rule(
             f"{PACKAGE}.users",
             tuple(d for d in domains if d != f"{PACKAGE}.users"),

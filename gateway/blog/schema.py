@@ -17,7 +17,7 @@ from gateway.errors import Conflict, NotFound
 from gateway.graph.context import context_of
 from gateway.graph.pagination import Connection, page_size, position_cursor
 from gateway.graph.selection import selects
-from gateway.users.schema import User, prefetched_user, users_by_login
+from gateway.users.schema import User, require_user, users_by_login
 
 POSTS_PAGE = 10
 AUTHOR_POSTS_PAGE = 10
@@ -133,7 +133,7 @@ class Post:
     def author(self, info: Info) -> User | Awaitable[User]:
         if self._author_user is not None:
             return self._author_user
-        return prefetched_user(info, None, self._author)
+        return require_user(info, self._author)
 
     @strawberry.field(graphql_type=int)
     def comment_count(self, info: Info) -> int | Awaitable[int]:
