@@ -229,3 +229,29 @@ async def test_a_page_short_of_current_rows_reads_on(api: Api, app: web.Applicat
     again = await api.call(PAGE, {"first": 3}, token=owner.token)
     assert again.statements == 4
     assert [login for p in await all_pages(api, owner, 5) for login in p] == expected
+
+
+@pytest.mark.parametrize(
+    ("variables", "code", "field"),
+    [
+        ({"first": 5, "after": "not a cursor!"}, "BAD_USER_INPUT", "after"),
+        ({"first": 5, "after": "AAAAAAAAAAA"}, "BAD_USER_INPUT", "after"),  # a slot and no login
+        ({"first": -1}, "BAD_USER_INPUT", "first"),
+        ({"first": 101}, "QUERY_TOO_COMPLEX", "first"),
+    ],
+)
+async def test_page_arguments_are_validated(
+    api: Api, variables: dict[str, Any], code: str, field: str
+) -> None:
+    owner = await api.sign_up("owner")
+    error = await api.error(PAGE, variables, token=owner.token)
+    assert error["extensions"]["code"] == code
+    assert error["extensions"]["field"] == field
+
+
+async def test_an_empty_page_and_a_zero_page(api: Api) -> None:
+    owner = await api.sign_up("owner")
+    assert await page(api, owner, 5) == {"edges": [], "pageInfo": {"hasNextPage": False, "endCursor": None}}
+    other = await api.sign_up("other")
+    await send(api, other, owner.login, "hi")
+    assert await page(api, owner, 0) == {"edges": [], "pageInfo": {"hasNextPage": True, "endCursor": None}}

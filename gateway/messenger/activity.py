@@ -25,10 +25,7 @@ and every delete of a slot's row is stamped with the time of a newer message.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
-import struct
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -68,23 +65,6 @@ class Spot:
 
     slot: int
     partner: str
-
-    def encode(self) -> str:
-        """An opaque cursor: packed slot, then the partner's login."""
-        return base64.urlsafe_b64encode(struct.pack(">q", self.slot) + self.partner.encode()).decode()
-
-    @classmethod
-    def decode(cls, cursor: str) -> Spot:
-        """Raises ValueError for anything :meth:`encode` cannot have produced."""
-        try:
-            raw = base64.urlsafe_b64decode(cursor.encode("ascii") + b"=" * (-len(cursor) % 4))
-            (slot,) = struct.unpack(">q", raw[:8])
-            partner = raw[8:].decode()
-        except (binascii.Error, UnicodeError, struct.error) as exc:
-            raise ValueError("invalid cursor") from exc
-        if not partner or len(partner) > 100:
-            raise ValueError("invalid cursor")
-        return cls(slot, partner)
 
 
 def slot_time(slot: int) -> datetime:

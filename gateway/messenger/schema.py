@@ -2,36 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
 from datetime import datetime
 from typing import Annotated
 
 import strawberry
 from strawberry.types import Info
 
-from gateway.db.clock import micros_of
-from gateway.graph import validation
+from gateway.errors import NotFound
 from gateway.graph.context import context_of
-from gateway.graph.errors import BadUserInput, NotFound
-from gateway.graph.pagination import (
-    Connection,
-    Edge,
-    PageInfo,
-    decode_position,
-    page_size,
-    position_cursor,
-)
+from gateway.graph.pagination import Connection, Edge, PageInfo, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
-from gateway.messenger.activity import Spot
+from gateway.messenger import rules
+from gateway.messenger.cursors import edges_by_recency, spot_cursor, spot_position
 from gateway.messenger.events import message_events, publish_message
 from gateway.messenger.loaders import partner_loader
 from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
-from gateway.messenger.store import MessengerStore, PartnerPage
+from gateway.messenger.store import MessengerStore
 from gateway.users.loaders import user_loader
-from gateway.users.schema import User, load_user, require_user, users_by_login
+from gateway.users.schema import (
+    Prefetched,
+    User,
+    prefetched_user,
+    prefetched_user_or_none,
+    require_user,
+    users_by_login,
+)
 
-CONTENT_MAX = 4000
-CLIENT_MESSAGE_ID_MAX = 100
 MESSAGES_PAGE = 50
 TALK_PARTNERS_PAGE = 50
 
@@ -48,10 +45,10 @@ class DirectMessage:
     )
     _record: strawberry.Private[MessageRecord]
     #: Users prefetched by the page resolver; None: not prefetched.
-    _users: strawberry.Private[dict[str, User] | None] = None
+    _users: strawberry.Private[Prefetched] = None
 
     @classmethod
-    def of(cls, record: MessageRecord, users: dict[str, User] | None = None) -> DirectMessage:
+    def of(cls, record: MessageRecord, users: Prefetched = None) -> DirectMessage:
         return cls(
             id=strawberry.ID(str(record.id)),
             content=record.content,
@@ -65,13 +62,13 @@ class DirectMessage:
     # graphql-core awaits: a page resolved from prefetched users needs no
     # awaitable per message.
 
-    @strawberry.field
-    def sender(self, info: Info) -> User:
-        return _user(info, self._users, self._record.sender)
+    @strawberry.field(graphql_type=User)
+    def sender(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._record.sender)
 
-    @strawberry.field
-    def recipient(self, info: Info) -> User:
-        return _user(info, self._users, self._record.recipient)
+    @strawberry.field(graphql_type=User)
+    def recipient(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._record.recipient)
 
     @strawberry.field(
         description="The key the sender's client sent it with (to match an optimistic update); "
@@ -140,28 +137,26 @@ class TalkPartner:
 
     _record: strawberry.Private[PartnerRecord]
     #: Users prefetched by the list resolver; None: not prefetched.
-    _users: strawberry.Private[dict[str, User] | None]
+    _users: strawberry.Private[Prefetched]
 
     # The user fields return the prefetched user, or an awaitable that graphql-core
     # awaits. They are declared as annotated fields to keep the schema's field order.
 
-    def _partner(self, info: Info) -> User:
-        return _user(info, self._users, self._record.partner)
+    def _partner(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._record.partner)
 
-    def _last_message_sender(self, info: Info) -> User | None:
+    def _last_message_sender(self, info: Info) -> User | Awaitable[User | None] | None:
         last = self._record.last_message
-        if last is None:
-            return None
-        if self._users is not None and last.sender in self._users:
-            return self._users[last.sender]
-        return load_user(info, last.sender)  # type: ignore[return-value]  # awaited by graphql-core
+        return prefetched_user_or_none(info, self._users, last.sender if last else None)
 
-    partner: User = strawberry.field(resolver=_partner)
+    partner: User = strawberry.field(resolver=_partner, graphql_type=User)
     last_message: str | None
     last_message_at: datetime | None
     last_message_id: strawberry.ID | None
     last_message_sender: User | None = strawberry.field(
-        resolver=_last_message_sender, description="Who wrote the last message (you or the partner)."
+        resolver=_last_message_sender,
+        graphql_type=User | None,
+        description="Who wrote the last message (you or the partner)."
     )
     unread_count: int = strawberry.field(description="Messages from the partner you have not read.")
     unread_since: datetime | None = strawberry.field(
@@ -170,7 +165,7 @@ class TalkPartner:
     conversation: Conversation
 
     @classmethod
-    def of(cls, record: PartnerRecord, users: dict[str, User] | None = None) -> TalkPartner:
+    def of(cls, record: PartnerRecord, users: Prefetched = None) -> TalkPartner:
         last = record.last_message
         return cls(
             _record=record,
@@ -196,48 +191,9 @@ class TalkPartner:
         return [cls.of(record, users) for record in records]
 
 
-def _decode_spot(cursor: str | None) -> Spot | None:
-    if cursor is None:
-        return None
-    try:
-        return Spot.decode(cursor)
-    except ValueError as exc:
-        raise BadUserInput("after", "Invalid cursor.") from exc
-
-
-def _by_recency(page: PartnerPage) -> list[tuple[str, PartnerRecord]]:
-    """The page ordered by the last message's time, each with its cursor.
-
-    The activity partition orders by slot only; within a slot the page is
-    ordered here. An edge's cursor is the furthest place in the partition of
-    it and the edges before it, so resuming from any edge repeats nothing
-    already shown (the last edge's cursor is the page's ``endCursor``).
-    """
-    ordered = sorted(
-        page.items,
-        key=lambda item: (-item[0].slot, -micros_of(item[1].last_message.id) if item[1].last_message else 0),
-    )
-    scan_index = {spot: n for n, (spot, _) in enumerate(page.items)}
-    furthest = -1
-    result: list[tuple[str, PartnerRecord]] = []
-    for spot, record in ordered:
-        furthest = max(furthest, scan_index[spot])
-        result.append((page.items[furthest][0].encode(), record))
-    return result
-
-
-def _user(info: Info, users: dict[str, User] | None, login: str) -> User:
-    """The prefetched user, or an awaitable of it (graphql-core awaits it)."""
-    if users is not None and login in users:
-        return users[login]
-    return require_user(info, login)  # type: ignore[return-value]
-
-
 async def _other_user(info: Info, viewer: str, login: str, field: str) -> str:
     """``login`` validated: well-formed, not the viewer, an existing user."""
-    other = validation.login(login, field)
-    if other == viewer:
-        raise BadUserInput(field, f"`{field}` must be another user, not yourself.")
+    other = rules.other_login(login, viewer, field)
     # Both users in one read; the response's sender/recipient fields reuse it.
     found = await context_of(info).loader(user_loader).load_many([viewer, other])
     if found[1] is None:
@@ -258,18 +214,17 @@ class MessengerMe:
         self, info: Info, first: int | None = TALK_PARTNERS_PAGE, after: str | None = None
     ) -> Connection[TalkPartner]:
         size = page_size(info, first, TALK_PARTNERS_PAGE)
-        position = _decode_spot(after)
         page = await context_of(info).store(MessengerStore).partners_page(
-            self.login, first=size, after=position
+            self.login, first=size, after=spot_position(after)
         )
-        ordered = _by_recency(page)
-        nodes = await TalkPartner.list_of(info, [record for _, record in ordered])
+        edges = edges_by_recency(page)
+        nodes = await TalkPartner.list_of(info, [record for _, record in edges])
         return Connection(
-            edges=[Edge(cursor=cursor, node=node) for (cursor, _), node in zip(ordered, nodes, strict=True)],
+            edges=[Edge(cursor=cursor, node=node) for (cursor, _), node in zip(edges, nodes, strict=True)],
             page_info=PageInfo(
                 has_next_page=page.has_next,
-                end_cursor=page.end.encode() if page.end else None,
-                start_cursor=ordered[0][0] if ordered else None,
+                end_cursor=spot_cursor(page.end) if page.end else None,
+                start_cursor=edges[0][0] if edges else None,
             ),
         )
 
@@ -290,12 +245,8 @@ class MessengerMutation:
     ) -> DirectMessage:
         context = context_of(info)
         sender = await context.require_viewer()
-        text = validation.text(content, "content", max_len=CONTENT_MAX)
-        key = None
-        if client_message_id is not None:
-            key = validation.text(
-                client_message_id, "clientMessageId", max_len=CLIENT_MESSAGE_ID_MAX, trim=False
-            )
+        text = rules.content(content)
+        key = rules.client_message_id(client_message_id)
         recipient = await _other_user(info, sender, to, "to")
         sent = await context.store(MessengerStore).send(sender, recipient, text, key)
         if sent.stored_now:
