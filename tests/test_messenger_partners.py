@@ -188,7 +188,7 @@ async def test_backfill_indexes_partners_written_before_the_index(api: Api, app:
     owner = await api.sign_up("old")
     partners = await asyncio.gather(*(api.sign_up("oldpal") for _ in range(12)))
     db = app[SERVICES].db
-    expected = []
+    expected: list[str] = []
     for n, partner in enumerate(partners):
         message_id = new_timeuuid(BASE_NS + n * MINUTE_NS)
         for a, b in ((owner.login, partner.login), (partner.login, owner.login)):
