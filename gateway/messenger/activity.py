@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from gateway.db.clock import micros_of
-from gateway.db.session import Database, Params, current_metrics
+from gateway.db.session import Database, Params, chunked, current_metrics
 
 #: How many pairs' last-message ids a process remembers to find the old slot
 #: of a move without a read.
@@ -42,6 +43,8 @@ KNOWN_LAST_MESSAGES = 10_000
 #: The most stale-row deletions a process keeps in flight; past it, cleanup is
 #: skipped (the next reader finds the rows again).
 MAX_CLEANUP_TASKS = 64
+#: Deletes per cleanup batch (one partition, unlogged: well under the batch size warning).
+CLEANUP_BATCH = 50
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -160,12 +163,13 @@ class ActivityIndex:
         Each delete is stamped with the time of the pair's current last message:
         newer than anything written at the stale slot, older than any later move.
         """
-        if not stale or len(self._cleanup) >= MAX_CLEANUP_TASKS:
-            return
         statements: list[tuple[str, Params]] = [
             (DELETE_ROW, (micros_of(last), owner, slot_time(spot.slot), spot.partner)) for spot, last in stale
         ]
-        self._spawn(lambda: self.db.batch(statements, logged=False))
+        for chunk in chunked(statements, CLEANUP_BATCH):
+            if len(self._cleanup) >= MAX_CLEANUP_TASKS:
+                return
+            self._spawn(functools.partial(self.db.batch, chunk, logged=False))
 
     def _spawn(self, call: Callable[[], Awaitable[object]]) -> None:
         async def run() -> None:
