@@ -9,15 +9,16 @@ module only lists them; the root types inherit every domain's fields.
 from __future__ import annotations
 
 import strawberry
-from strawberry.extensions import MaxTokensLimiter, ParserCache, ValidationCache
-from strawberry.extensions.add_validation_rules import AddValidationRules
+from strawberry.extensions import DisableIntrospection, MaxTokensLimiter, ParserCache
+from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
 from gateway.blog.schema import BlogMutation, BlogQuery
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
+from gateway.graph.batch import BATCH_CEILING
 from gateway.graph.context import context_of
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
-from gateway.graph.limits import query_limits_rule
+from gateway.graph.limits import QueryLimits, limited_validation
 from gateway.graph.metrics import StatementMetrics
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.mail.schema import MailMe, MailMutation
@@ -64,18 +65,19 @@ SUBSCRIPTION: type | None = Subscription
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or Settings()
-    limits_rule = query_limits_rule(settings.max_depth, settings.max_aliases)
+    introspection = [] if settings.introspection else [DisableIntrospection]
     return ErrorCodeSchema(
         query=Query,
         mutation=Mutation,
         subscription=SUBSCRIPTION,
         scalar_overrides=SCALAR_OVERRIDES,  # type: ignore[arg-type]
+        config=StrawberryConfig(batching_config={"max_operations": BATCH_CEILING}),
         extensions=[
             ErrorCodes,
             StatementMetrics,
             lambda: ParserCache(maxsize=1000),
-            lambda: ValidationCache(maxsize=1000),
             lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
-            lambda: AddValidationRules([limits_rule]),
+            *introspection,
+            limited_validation(QueryLimits.of(settings)),
         ],
     )
