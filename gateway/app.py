@@ -15,7 +15,9 @@ from strawberry.types.unset import UnsetType
 
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
+from gateway.graph.batch import BatchBudget
 from gateway.graph.context import Context, Services
+from gateway.graph.limits import QueryLimits
 from gateway.graph.pubsub import InProcessPubSub, PubSub
 from gateway.graphiql import add_static_routes, render_graphiql
 from gateway.mail import routes as mail_routes
@@ -34,7 +36,7 @@ CONNECTOR = web.AppKey("connector", asyncio.Task)
 CONNECT_RETRY_SECONDS = 2.0
 
 
-class GatewayGraphQLView(GraphQLView[Context, None]):
+class GatewayGraphQLView(BatchBudget, GraphQLView[Context, None]):
     """The ``/graphql`` view over the services ``create_app`` built, reading requests
     through ``request_adapter`` (the mail domain's streams uploads into Cassandra)."""
 
@@ -144,6 +146,9 @@ def create_app(
         multipart_uploads_enabled=True,
         subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
         connection_init_wait_timeout=timedelta(seconds=10),
+        query_limits=QueryLimits.of(settings),
+        max_batch=settings.max_batch,
+        max_tokens=settings.max_tokens,
     )
     app.router.add_route("*", "/graphql", view)
     mail_routes.install(app, services)

@@ -91,6 +91,12 @@ class Settings:
     max_depth: int = 12
     max_aliases: int = 30
     max_tokens: int = 2000
+    max_fragments: int = 100
+    # Static cost of a request (a batch shares it; formula in gateway/graph/cost.py): the
+    # execution-time budget of 5000 list items with ten fields each.
+    max_cost: int = 50000
+    max_batch: int = 10
+    introspection: bool = True
     # Adds extensions.cql (statements, lwtRetries) to every GraphQL response (tests and benchmarks).
     query_metrics: bool = False
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
@@ -141,6 +147,10 @@ class Settings:
             max_depth=_env_int("GATEWAY_MAX_DEPTH", cls.max_depth),
             max_aliases=_env_int("GATEWAY_MAX_ALIASES", cls.max_aliases),
             max_tokens=_env_int("GATEWAY_MAX_TOKENS", cls.max_tokens),
+            max_fragments=_env_int("GATEWAY_MAX_FRAGMENTS", cls.max_fragments),
+            max_cost=_env_int("GATEWAY_MAX_COST", cls.max_cost),
+            max_batch=_env_int("GATEWAY_MAX_BATCH", cls.max_batch),
+            introspection=_env_bool("GATEWAY_INTROSPECTION", cls.introspection),
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
@@ -174,6 +184,9 @@ class Settings:
             "GATEWAY_MAX_DEPTH": self.max_depth,
             "GATEWAY_MAX_ALIASES": self.max_aliases,
             "GATEWAY_MAX_TOKENS": self.max_tokens,
+            "GATEWAY_MAX_FRAGMENTS": self.max_fragments,
+            "GATEWAY_MAX_COST": self.max_cost,
+            "GATEWAY_MAX_BATCH": self.max_batch,
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
