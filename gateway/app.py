@@ -8,7 +8,6 @@ from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
-from strawberry.aiohttp.views import GraphQLView
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
 from gateway.db.migrations import migrate
@@ -16,6 +15,7 @@ from gateway.db.session import CassandraUnavailable, Database
 from gateway.graph.context import Context, Services
 from gateway.graph.pubsub import InProcessPubSub, PubSub
 from gateway.graphiql import add_static_routes, render_graphiql
+from gateway.http.view import GraphQLOverHTTPView
 from gateway.mail import routes as mail_routes
 from gateway.schema import build_schema
 from gateway.settings import Settings
@@ -31,7 +31,7 @@ CONNECTOR = web.AppKey("connector", asyncio.Task)
 CONNECT_RETRY_SECONDS = 2.0
 
 
-class GatewayGraphQLView(GraphQLView):
+class GatewayGraphQLView(GraphQLOverHTTPView):
     def __init__(self, services: Services, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.services = services
