@@ -15,6 +15,7 @@ from gateway.db.session import CassandraUnavailable, Database
 from gateway.graph.context import Context, Services
 from gateway.graph.pubsub import InProcessPubSub, PubSub
 from gateway.graphiql import add_static_routes, render_graphiql
+from gateway.http.cors import install_cors
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.mail import routes as mail_routes
 from gateway.schema import build_schema
@@ -127,12 +128,15 @@ def create_app(
         multipart_uploads_enabled=True,
         subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
         connection_init_wait_timeout=timedelta(seconds=10),
+        allowed_origins=settings.cors_origins,
     )
-    app.router.add_route("*", "/graphql", view)
+    for method in ("GET", "POST"):
+        app.router.add_route(method, "/graphql", view)
     mail_routes.install(app)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     add_static_routes(app)
+    install_cors(app, settings.cors_origins)
     app.on_startup.append(_on_startup)
     app.on_cleanup.append(_on_cleanup)
     return app

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway.http.origins import cors_problems
+
 
 def _env(name: str, default: str) -> str:
     value = os.environ.get(name)
@@ -48,6 +50,9 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "INFO"
+    # Origins whose pages may call the API (CORS) and open its WebSocket; "*" is any
+    # origin, without credentials. Empty: same-origin only.
+    cors_origins: tuple[str, ...] = ()
     # Cassandra connection. No contact points means: start and use the embedded node.
     contact_points: tuple[str, ...] = ()
     cassandra_port: int = 9042
@@ -101,6 +106,7 @@ class Settings:
             host=_env("GATEWAY_HOST", cls.host),
             port=_env_int("GATEWAY_PORT", cls.port),
             log_level=_env("GATEWAY_LOG_LEVEL", cls.log_level).upper(),
+            cors_origins=tuple(o.strip() for o in _env("GATEWAY_CORS_ORIGINS", "").split(",") if o.strip()),
             contact_points=points,
             cassandra_port=_env_int("CASSANDRA_PORT", cls.cassandra_port),
             keyspace=_env("CASSANDRA_KEYSPACE", cls.keyspace),
@@ -175,6 +181,7 @@ class Settings:
             )
         if not re.fullmatch(r"[a-zA-Z][a-zA-Z0-9_]{0,47}", self.keyspace):
             problems.append(f"CASSANDRA_KEYSPACE is not a valid keyspace name: {self.keyspace!r}")
+        problems += cors_problems(self.cors_origins)
         if problems:
             raise ValueError("; ".join(problems))
         return self
