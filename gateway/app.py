@@ -15,6 +15,7 @@ from gateway.db.session import CassandraUnavailable, Database
 from gateway.graph.context import Context, Services
 from gateway.graph.pubsub import InProcessPubSub, PubSub
 from gateway.graphiql import add_static_routes, render_graphiql
+from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.mail import routes as mail_routes
@@ -137,6 +138,7 @@ def create_app(
     app.router.add_get("/readyz", readyz)
     add_static_routes(app)
     install_cors(app, settings.cors_origins)
+    app.middlewares.append(compress_responses)
     app.on_startup.append(_on_startup)
     app.on_cleanup.append(_on_cleanup)
     return app
