@@ -17,6 +17,7 @@ from gateway.graph.pubsub import InProcessPubSub, PubSub
 from gateway.graphiql import add_static_routes, render_graphiql
 from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
+from gateway.http.persisted import from_settings as persisted_queries
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.mail import routes as mail_routes
 from gateway.schema import build_schema
@@ -130,6 +131,7 @@ def create_app(
         subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
         connection_init_wait_timeout=timedelta(seconds=10),
         allowed_origins=settings.cors_origins,
+        persisted_queries=persisted_queries(settings.trusted_documents, settings.introspection),
     )
     for method in ("GET", "POST"):
         app.router.add_route(method, "/graphql", view)

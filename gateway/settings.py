@@ -53,6 +53,10 @@ class Settings:
     # Origins whose pages may call the API (CORS) and open its WebSocket; "*" is any
     # origin, without credentials. Empty: same-origin only.
     cors_origins: tuple[str, ...] = ()
+    # A manifest of trusted documents (JSON, sha256 -> document): only those run.
+    trusted_documents: Path | None = None
+    # With trusted documents: whether introspection queries may still run.
+    introspection: bool = False
     # Cassandra connection. No contact points means: start and use the embedded node.
     contact_points: tuple[str, ...] = ()
     cassandra_port: int = 9042
@@ -107,6 +111,8 @@ class Settings:
             port=_env_int("GATEWAY_PORT", cls.port),
             log_level=_env("GATEWAY_LOG_LEVEL", cls.log_level).upper(),
             cors_origins=tuple(o.strip() for o in _env("GATEWAY_CORS_ORIGINS", "").split(",") if o.strip()),
+            trusted_documents=Path(trusted) if (trusted := _env("GATEWAY_TRUSTED_DOCUMENTS", "")) else None,
+            introspection=_env_bool("GATEWAY_INTROSPECTION", cls.introspection),
             contact_points=points,
             cassandra_port=_env_int("CASSANDRA_PORT", cls.cassandra_port),
             keyspace=_env("CASSANDRA_KEYSPACE", cls.keyspace),
@@ -182,6 +188,8 @@ class Settings:
         if not re.fullmatch(r"[a-zA-Z][a-zA-Z0-9_]{0,47}", self.keyspace):
             problems.append(f"CASSANDRA_KEYSPACE is not a valid keyspace name: {self.keyspace!r}")
         problems += cors_problems(self.cors_origins)
+        if self.trusted_documents is not None and not self.trusted_documents.is_file():
+            problems.append(f"GATEWAY_TRUSTED_DOCUMENTS: no such file {self.trusted_documents}")
         if problems:
             raise ValueError("; ".join(problems))
         return self

@@ -4,7 +4,8 @@ Strawberry's aiohttp view answers every result ``application/json`` with status
 200 and a ``data`` key, and runs a subscription sent over plain HTTP as if it
 were a query. This subclass changes only that: it negotiates the media type
 (:mod:`gateway.http.media`), drops ``data`` from request errors and gives them
-their status, and answers subscriptions over HTTP with a ``BAD_REQUEST`` error.
+their status, resolves persisted queries (:mod:`gateway.http.persisted`), and
+answers subscriptions over HTTP with a ``BAD_REQUEST`` error.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from gateway.http.media import (
     request_error_status,
     response_media_type,
 )
+from gateway.http.persisted import PersistedQueries
 
 MEDIA_TYPE = web.ResponseKey("graphql_media_type", str)
 
@@ -42,6 +44,10 @@ def subscription_over_http() -> ExecutionResult:
 
 
 class GraphQLOverHTTPView(GraphQLView):
+    def __init__(self, *, persisted_queries: PersistedQueries | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.persisted_queries = persisted_queries or PersistedQueries()
+
     async def get_sub_response(self, request: web.Request) -> web.Response:
         response = await super().get_sub_response(request)
         response[MEDIA_TYPE] = response_media_type(request.headers.get("Accept"))
@@ -56,14 +62,17 @@ class GraphQLOverHTTPView(GraphQLView):
         root_value: Any,
         request_data: GraphQLRequestData,
     ) -> ExecutionResult:
-        """Strawberry's ``execute_single``, with subscriptions never run over HTTP."""
+        """Strawberry's ``execute_single``, with persisted queries and no subscriptions over HTTP."""
+        query = await self.persisted_queries.document(request_data.query, request_data.extensions)
+        if isinstance(query, ExecutionResult):
+            return query
         method = request_adapter.method
         allowed = OperationType.from_http(method) - {OperationType.SUBSCRIPTION}
         if not self.allow_queries_via_get and method == "GET":
             allowed -= {OperationType.QUERY}
         try:
             return await self.schema.execute(
-                request_data.query,
+                query,
                 root_value=root_value,
                 variable_values=request_data.variables,
                 context_value=context,
