@@ -79,7 +79,7 @@ async def test_attachment_downloads_are_sent_as_stored(api: Api) -> None:
     content = b"compressible text " * 1000
     response = await send_files(api, alice, [bob.login], [("notes.txt", content, "text/plain")])
     assert not response.errors, response.errors
-    [attachment] = response.data["sendEmail"]["attachments"]  # type: ignore[index]
+    [attachment] = response.data["sendEmail"]["attachments"]
     headers = {"Authorization": f"Bearer {bob.token}", "Accept-Encoding": "gzip, br"}
     async with aiohttp.ClientSession(auto_decompress=False) as http, http.get(
         api.base_url + attachment["url"], headers=headers

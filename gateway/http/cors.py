@@ -9,7 +9,7 @@ are allowed for listed origins and never for ``*``.
 
 from __future__ import annotations
 
-import aiohttp_cors  # type: ignore[import-untyped]
+import aiohttp_cors
 from aiohttp import hdrs, web
 
 from gateway.http.origins import ANY_ORIGIN, normalized_origins
@@ -30,7 +30,7 @@ def install_cors(app: web.Application, origins: tuple[str, ...]) -> None:
     if not origins:
         return
     allowed = normalized_origins(origins)
-    options = aiohttp_cors.ResourceOptions(
+    options = aiohttp_cors.ResourceOptions(  # type: ignore[no-untyped-call]
         allow_credentials=ANY_ORIGIN not in allowed,
         expose_headers=EXPOSED_HEADERS,
         allow_headers="*",
