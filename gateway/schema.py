@@ -76,7 +76,7 @@ class Subscription(MessengerSubscription, RoomSubscription, ContactsSubscription
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or Settings()
-    introspection = [] if settings.introspection else [DisableIntrospection]
+    introspection = [] if settings.introspection_allowed else [DisableIntrospection]
     return ErrorCodeSchema(
         query=Query,
         mutation=Mutation,
