@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import AsyncGenerator, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
@@ -13,23 +11,16 @@ from strawberry.types import Info
 
 from gateway.graph.context import Context, context_of
 from gateway.graph.errors import BadUserInput, Forbidden, NotFound
-from gateway.graph.pagination import (
-    MAX_PAGE_SIZE,
-    Connection,
-    decode_cursor,
-    decode_position,
-    encode_cursor,
-    page_size,
-    position_cursor,
-)
+from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.rooms import rules
 from gateway.rooms.actions import RoomActions
+from gateway.rooms.cursors import decode_login_cursor, decode_scan_cursor, login_cursor, scan_cursor
 from gateway.rooms.events import RoomEvent, room_channel
 from gateway.rooms.history import RoomHistory, RoomMessageRecord
-from gateway.rooms.loaders import room_loader
-from gateway.rooms.paging_state import InvalidPagingState, checked_paging_state
-from gateway.rooms.store import SCAN_DRIFT, RoomRecord, RoomStore, ScanPosition
+from gateway.rooms.loaders import participant_count_loader, room_loader
+from gateway.rooms.members import MemberStore
+from gateway.rooms.store import RoomRecord, RoomStore
 
 if TYPE_CHECKING:
     from gateway.users.schema import User
@@ -45,16 +36,17 @@ async def users_by_login(info: Info, logins: Iterable[str]) -> dict[str, User]:
     return await load(info, logins)
 
 ROOMS_PAGE = 20
+PARTICIPANTS_PAGE = 50
 MESSAGES_PAGE = 50
-#: The largest offset a ``rooms`` cursor is accepted with. Real ones stay within a
-#: few pages plus drift from their paging state; far larger ones are forged and
-#: would only make the scan read (and skip) more rows.
-MAX_SCAN_OFFSET = 10 * MAX_PAGE_SIZE + SCAN_DRIFT
 
 
 def actions(context: Context) -> RoomActions:
     return RoomActions(
-        context.db, context.store(RoomStore), context.store(RoomHistory), context.pubsub
+        context.db,
+        context.store(RoomStore),
+        context.store(MemberStore),
+        context.store(RoomHistory),
+        context.pubsub,
     )
 
 
@@ -75,20 +67,10 @@ class Room:
             return self._users[login]
         return require_user(info, login)  # type: ignore[return-value]
 
-    def _participants(self, info: Info) -> list[User]:
-        from gateway.users.schema import load_users
-
-        logins = sorted(self._record.participants)
-        if self._users is not None and all(login in self._users for login in logins):
-            return [self._users[login] for login in logins]
-        return load_users(info, logins)  # type: ignore[return-value]
-
     name: str
     banner: str | None
     created_at: datetime
     creator: LazyUser = strawberry.field(resolver=_creator)
-    participants: list[LazyUser] = strawberry.field(resolver=_participants, description="Ordered by login.")
-    participant_count: int
     _record: strawberry.Private[RoomRecord]
     #: Users prefetched by a list resolver (``users_by_login``); None: not prefetched.
     _users: strawberry.Private[dict[str, User] | None] = None
@@ -99,22 +81,36 @@ class Room:
             name=record.name,
             banner=record.banner,
             created_at=record.created_at,
-            participant_count=len(record.participants),
             _record=record,
             _users=users,
         )
 
     @classmethod
     async def list_of(cls, info: Info, records: list[RoomRecord]) -> list[Room]:
-        """Rooms of a list, with the creators and participants the query selects
-        loaded in one batch for the whole list."""
-        logins: set[str] = set()
+        """Rooms of a list, with the creators the query selects loaded in one batch."""
+        users = None
         if selects(info, "creator"):
-            logins.update(r.creator_login for r in records)
-        if selects(info, "participants"):
-            logins.update(login for r in records for login in r.participants)
-        users = await users_by_login(info, logins) if logins else None
+            users = await users_by_login(info, (r.creator_login for r in records))
         return [cls.of(record, users) for record in records]
+
+    @strawberry.field(description="How many users are in the room.")
+    async def participant_count(self, info: Info) -> int:
+        return await context_of(info).loader(participant_count_loader).load(self._record.id)
+
+    @strawberry.field(description="Who is in the room, ordered by login.")
+    async def participants(
+        self, info: Info, first: int | None = PARTICIPANTS_PAGE, after: str | None = None
+    ) -> Connection[LazyUser]:
+        size = page_size(info, first, PARTICIPANTS_PAGE)
+        start = decode_login_cursor(after)
+        if size == 0:
+            return Connection.empty()
+        page = await context_of(info).store(MemberStore).participants(self._record.id, size, start)
+        users = await users_by_login(info, page.items) if page.items else {}
+        return Connection.of(
+            [(login_cursor(login), users[login]) for login in page.items if login in users],
+            page.has_next,
+        )
 
     @strawberry.field(
         description="Newest first. Participants only: FORBIDDEN for others, UNAUTHENTICATED when "
@@ -127,7 +123,7 @@ class Room:
         size = page_size(info, first, MESSAGES_PAGE)
         position = decode_position(after)
         viewer = await context.require_viewer()
-        if viewer not in self._record.participants:
+        if not await context.store(MemberStore).is_participant(self._record.id, viewer):
             raise Forbidden(f"Join '{self.name}' to read its messages.")
         page = await context.store(RoomHistory).page(
             self.name, self._record.id, first=size, after=position
@@ -183,34 +179,6 @@ class RoomMessage:
         return load_user(info, login)  # type: ignore[return-value]  # awaited by graphql-core
 
 
-def _scan_cursor(position: ScanPosition) -> str:
-    """The paging state (base64), and for a room inside a page its offset and name."""
-    state = position.paging_state
-    encoded = base64.urlsafe_b64encode(state).decode().rstrip("=") if state is not None else None
-    return encode_cursor({"p": encoded, "o": position.offset, "n": position.name})
-
-
-def _decode_scan_cursor(cursor: str | None) -> ScanPosition | None:
-    payload = decode_cursor(cursor)
-    if payload is None:
-        return None
-    state, offset, name = payload.get("p"), payload.get("o"), payload.get("n")
-    if (
-        not isinstance(offset, int)
-        or isinstance(offset, bool)
-        or not 0 <= offset <= MAX_SCAN_OFFSET
-        or not (state is None or isinstance(state, str))
-        or not (name is None or isinstance(name, str))
-    ):
-        raise BadUserInput("after", "Invalid cursor.")
-    try:
-        raw = base64.urlsafe_b64decode(state + "=" * (-len(state) % 4)) if state else None
-        paging_state = checked_paging_state(raw, rules.ROOM_NAME) if raw is not None else None
-    except (binascii.Error, InvalidPagingState) as exc:
-        raise BadUserInput("after", "Invalid cursor.") from exc
-    return ScanPosition(paging_state, offset, name)
-
-
 @strawberry.type
 class RoomQuery:
     @strawberry.field(description="A room by name; null when there is none.")
@@ -223,25 +191,20 @@ class RoomQuery:
         return Room.of(record) if record else None
 
     @strawberry.field(
-        description="Every room, in the table's storage order (not alphabetical); the cursor is "
-        "Cassandra's own paging state."
+        description="Every room, in the table's storage order (not alphabetical). Rooms created "
+        "or deleted while paging never shift a page."
     )
     async def rooms(
         self, info: Info, first: int | None = ROOMS_PAGE, after: str | None = None
     ) -> Connection[Room]:
         size = page_size(info, first, ROOMS_PAGE)
-        start = _decode_scan_cursor(after)
+        start = decode_scan_cursor(after)
         if size == 0:
             return Connection.empty()
-        try:
-            page = await context_of(info).store(RoomStore).scan(size, start)
-        except InvalidPagingState as exc:
-            raise BadUserInput("after", "Invalid cursor.") from exc
-        found = [(pos, record) for pos, record in page.rooms if record is not None]
-        rooms = await Room.list_of(info, [record for _, record in found])
-        return Connection.of(
-            [(_scan_cursor(pos), room) for (pos, _), room in zip(found, rooms, strict=True)], page.has_next
-        )
+        page = await context_of(info).store(RoomStore).scan(size, start)
+        found = [record for _, record in page.rooms if record is not None]
+        rooms = await Room.list_of(info, found)
+        return Connection.of([(scan_cursor(room.name), room) for room in rooms], page.has_next)
 
 
 @strawberry.type
@@ -253,7 +216,10 @@ class RoomMutation:
         record = await actions(context).create(viewer, rules.room_name(name), rules.banner(banner))
         return Room.of(record)
 
-    @strawberry.mutation(description="Join a room; joining twice is harmless. NOT_FOUND if it is gone.")
+    @strawberry.mutation(
+        description="Join a room; joining twice is harmless. NOT_FOUND if it is gone, CONFLICT if it "
+        "is full or you are in as many rooms as allowed."
+    )
     async def join_room(self, info: Info, name: str) -> Room:
         context = context_of(info)
         viewer = await context.require_viewer()
@@ -267,8 +233,7 @@ class RoomMutation:
 
     @strawberry.mutation(
         description="Delete a room you created: it leaves every participant's rooms and its history "
-        "is erased. FORBIDDEN unless you are its creator, NOT_FOUND if it is gone, CONFLICT if "
-        "people kept joining or leaving while it was being deleted."
+        "is erased. FORBIDDEN unless you are its creator, NOT_FOUND if it is gone."
     )
     async def delete_room(self, info: Info, name: str) -> bool:
         context = context_of(info)
@@ -301,7 +266,7 @@ class RoomSubscription:
             record = await context.store(RoomStore).get(name)
             if record is None:
                 raise NotFound(f"No room '{name}'.", field="room")
-            if viewer not in record.participants:
+            if not await context.store(MemberStore).is_participant(record.id, viewer):
                 raise Forbidden(f"Join '{name}' to follow its messages.", field="room")
             async for event in events:
                 if not isinstance(event, RoomEvent) or event.room.id != record.id:

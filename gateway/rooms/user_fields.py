@@ -9,13 +9,16 @@ import strawberry
 from strawberry.types import Info
 
 from gateway.graph.context import context_of
-from gateway.rooms.loaders import room_loader
-from gateway.rooms.store import RoomRecord, RoomStore
+from gateway.graph.pagination import Connection, page_size
+from gateway.rooms.cursors import decode_user_room_cursor, user_room_cursor
+from gateway.rooms.loaders import user_rooms_loader
 
 if TYPE_CHECKING:
     from gateway.rooms.schema import Room
 
 LazyRoom = Annotated["Room", strawberry.lazy("gateway.rooms.schema")]
+
+USER_ROOMS_PAGE = 20
 
 
 @strawberry.type
@@ -24,20 +27,24 @@ class UserRooms:
         login: str
 
     @strawberry.field(
-        description="The rooms this user is in, by name. Rooms that no longer exist are never listed."
+        description="The rooms this user is in, by name. Rooms that no longer exist are never listed "
+        "(a page may then hold fewer than `first` rooms)."
     )
-    async def rooms(self, info: Info) -> list[LazyRoom]:
+    async def rooms(
+        self, info: Info, first: int | None = USER_ROOMS_PAGE, after: str | None = None
+    ) -> Connection[LazyRoom]:
         from gateway.rooms.schema import Room
 
-        context = context_of(info)
-        store = context.store(RoomStore)
-        memberships = await store.memberships(self.login)
-        records = await context.loader(room_loader).load_many([m.room_name for m in memberships])
-        current: list[RoomRecord] = []
-        for membership, record in zip(memberships, records, strict=True):
-            if record is not None and self.login in record.participants:
-                current.append(record)
-            else:
-                # Left behind by a deletion (or a leave) that a reader saw half done.
-                await store.forget_stale_membership(self.login, membership)
-        return await Room.list_of(info, current)
+        size = page_size(info, first, USER_ROOMS_PAGE)
+        start = decode_user_room_cursor(after)
+        if size == 0:
+            return Connection.empty()
+        page = await context_of(info).loader(user_rooms_loader).load((self.login, size, start))
+        rooms = await Room.list_of(info, [record for _, record in page.rooms])
+        return Connection.of(
+            [
+                (user_room_cursor(row.room_name, row.room_id), room)
+                for (row, _), room in zip(page.rooms, rooms, strict=True)
+            ],
+            page.has_next,
+        )
