@@ -102,9 +102,9 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
     }
     settings = replace(Settings.from_env(), **overrides)
     if settings.embedded:
-        from gateway.db.local_node import LocalNode
+        from devnode.cassandra import CassandraNode
 
-        await asyncio.to_thread(LocalNode(settings).start)
+        await asyncio.to_thread(CassandraNode(settings).start)
     server = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.serve", json.dumps(overrides, default=str)
     )

@@ -1,5 +1,10 @@
-"""Command line: ``gateway serve | cassandra start|stop|status | migrate | schema | seed``,
-and the counter repairs ``mail-recount`` and ``blog-recount``."""
+"""Command line: ``gateway serve | cassandra|redis start|stop|status | migrate | schema | seed``,
+and the counter repairs ``mail-recount`` and ``blog-recount``.
+
+The ``cassandra`` and ``redis`` commands, and ``serve`` without contact points, use the
+development tooling in ``devnode``; it is imported only then, so the running gateway never
+loads it.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +12,46 @@ import argparse
 import asyncio
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from gateway.settings import Settings
+from gateway.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from gateway.db.session import Database
 
 
-def _local_node(settings: Settings):  # type: ignore[no-untyped-def]
-    from gateway.db.local_node import LocalNode
+class _CommandFailed(Exception):
+    """An expected failure whose message is the whole story (exit code 1)."""
 
-    return LocalNode(settings)
+
+@contextmanager
+def _dev_tooling() -> Iterator[None]:
+    """Around uses of ``devnode``: its expected failures become one error message."""
+    try:
+        from devnode.common import DevNodeError
+    except ModuleNotFoundError as exc:
+        raise _CommandFailed(
+            "the development tooling (devnode) is not installed here; "
+            "set CASSANDRA_CONTACT_POINTS to use a Cassandra cluster"
+        ) from exc
+    try:
+        yield
+    except DevNodeError as exc:
+        raise _CommandFailed(str(exc)) from exc
 
 
 def _ensure_cassandra(settings: Settings) -> None:
     """Start (or reuse) the embedded node unless a cluster was configured."""
     if settings.embedded:
-        _local_node(settings).start()
+        with _dev_tooling():
+            from devnode.cassandra import CassandraNode
+
+            CassandraNode(settings).start()
 
 
-def _connected(settings: Settings):  # type: ignore[no-untyped-def]
+def _connected(settings: Settings) -> tuple[Database, list[str]]:
     from gateway.db.migrations import migrate
     from gateway.db.session import Database
 
@@ -44,6 +72,7 @@ def cmd_serve(settings: Settings, seed: bool) -> int:
     app = create_app(settings)
 
     if seed or settings.seed:
+        seed_task = web.AppKey("seed_task", asyncio.Task[None])
 
         async def seed_when_ready(app: web.Application) -> None:
             async def run() -> None:
@@ -54,7 +83,7 @@ def cmd_serve(settings: Settings, seed: bool) -> int:
                 except Exception:
                     logging.getLogger("gateway.seed").exception("seeding failed")
 
-            app["seed_task"] = asyncio.create_task(run())
+            app[seed_task] = asyncio.create_task(run())
 
         app.on_startup.append(seed_when_ready)
 
@@ -64,22 +93,36 @@ def cmd_serve(settings: Settings, seed: bool) -> int:
 
 
 def cmd_cassandra(settings: Settings, action: str) -> int:
-    from gateway.db.local_node import LocalNodeError
+    with _dev_tooling():
+        from devnode.cassandra import CassandraNode
 
-    node = _local_node(settings)
-    try:
+        node = CassandraNode(settings)
         if action == "start":
             node.start()
         elif action == "stop":
             node.stop()
         status = node.status()
-    except LocalNodeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
     state = "running" if status.running else "stopped"
     ready = ", CQL port ready" if status.cql_ready else ""
     pid = f" (pid {status.pid})" if status.pid else ""
     print(f"Cassandra {status.version}: {state}{pid}{ready}; home {status.home}")
+    return 0 if action != "status" or status.running else 3
+
+
+def cmd_redis(settings: Settings, action: str) -> int:
+    with _dev_tooling():
+        from devnode.redis import RedisServer
+
+        server = RedisServer(settings)
+        if action == "start":
+            server.start()
+        elif action == "stop":
+            server.stop()
+        status = server.status()
+    state = "running" if status.running else "stopped"
+    ready = ", answers PING" if status.ping else ""
+    pid = f" (pid {status.pid})" if status.pid else ""
+    print(f"Redis on {server.url}: {state}{pid}{ready}; home {status.home}")
     return 0 if action != "status" or status.running else 3
 
 
@@ -135,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--seed", action="store_true", help="load demo data once Cassandra is ready")
     cassandra = sub.add_parser("cassandra", help="manage the embedded Cassandra node")
     cassandra.add_argument("action", choices=["start", "stop", "status"])
+    redis = sub.add_parser("redis", help="manage the local Redis server (GATEWAY_REDIS_PORT)")
+    redis.add_argument("action", choices=["start", "stop", "status"])
     sub.add_parser("migrate", help="apply pending cql/ migrations")
     sub.add_parser("seed", help="load demo data")
     sub.add_parser("schema", help="print the GraphQL SDL")
@@ -148,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         settings = Settings.from_env().validate()
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except SettingsError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
         return 2
     logging.basicConfig(
         level=settings.log_level,
@@ -157,28 +202,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("cassandra").setLevel(max(logging.WARNING, logging.getLevelName(settings.log_level)))
 
-    from gateway.db.local_node import LocalNodeError
     from gateway.db.session import CassandraUnavailable
 
     try:
-        if args.command == "serve":
-            return cmd_serve(settings, args.seed)
-        if args.command == "cassandra":
-            return cmd_cassandra(settings, args.action)
-        if args.command == "migrate":
-            return cmd_migrate(settings)
-        if args.command == "seed":
-            return cmd_seed(settings)
-        if args.command == "blog-recount":
-            return cmd_blog_recount(settings, args.slugs)
-        if args.command == "mail-recount":
-            return cmd_mail_recount(settings, args.login)
-        return cmd_schema(settings)
-    except (LocalNodeError, CassandraUnavailable) as exc:
+        return _run(args, settings)
+    except SettingsError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    except (_CommandFailed, CassandraUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "serve":
+        return cmd_serve(settings, args.seed)
+    if args.command == "cassandra":
+        return cmd_cassandra(settings, args.action)
+    if args.command == "redis":
+        return cmd_redis(settings, args.action)
+    if args.command == "migrate":
+        return cmd_migrate(settings)
+    if args.command == "seed":
+        return cmd_seed(settings)
+    if args.command == "blog-recount":
+        return cmd_blog_recount(settings, args.slugs)
+    if args.command == "mail-recount":
+        return cmd_mail_recount(settings, args.login)
+    return cmd_schema(settings)
 
 
 if __name__ == "__main__":

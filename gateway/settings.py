@@ -16,25 +16,43 @@ def _env(name: str, default: str) -> str:
     return default if value is None or value.strip() == "" else value.strip()
 
 
+class SettingsError(ValueError):
+    """A configuration variable has a value the gateway cannot use.
+
+    Library code raises it; the command line turns it into a one-line message and exit code 2.
+    """
+
+    def __init__(self, variable: str, message: str) -> None:
+        super().__init__(message)
+        self.variable = variable
+        self.message = message
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
 def _env_int(name: str, default: int) -> int:
     raw = _env(name, str(default))
     try:
         return int(raw)
-    except ValueError as exc:
-        raise SystemExit(f"{name} must be an integer, got {raw!r}") from exc
+    except ValueError:
+        raise SettingsError(name, f"{name} must be an integer, got {raw!r}") from None
 
 
 def _env_float(name: str, default: float) -> float:
     raw = _env(name, str(default))
     try:
         return float(raw)
-    except ValueError as exc:
-        raise SystemExit(f"{name} must be a number, got {raw!r}") from exc
+    except ValueError:
+        raise SettingsError(name, f"{name} must be a number, got {raw!r}") from None
 
 
 def _env_bool(name: str, default: bool) -> bool:
     raw = _env(name, "1" if default else "0").lower()
-    return raw in {"1", "true", "yes", "on"}
+    if raw not in _TRUE | _FALSE:
+        raise SettingsError(name, f"{name} must be 1/0, true/false, yes/no or on/off, got {raw!r}")
+    return raw in _TRUE
 
 
 def _default_cassandra_home() -> Path:
@@ -62,6 +80,8 @@ class Settings:
     # Embedded node
     cassandra_home: Path = field(default_factory=_default_cassandra_home)
     cassandra_heap: str = "1G"
+    # Local Redis server (``gateway redis start``), with its files under cassandra_home.
+    redis_port: int = 6390
     # Sessions and passwords
     session_ttl_days: int = 30
     argon2_time_cost: int = 3
@@ -116,6 +136,7 @@ class Settings:
             connect_timeout=_env_float("CASSANDRA_CONNECT_TIMEOUT", cls.connect_timeout),
             cassandra_home=Path(_env("GATEWAY_CASSANDRA_HOME", str(_default_cassandra_home()))),
             cassandra_heap=_env("GATEWAY_CASSANDRA_HEAP", cls.cassandra_heap),
+            redis_port=_env_int("GATEWAY_REDIS_PORT", cls.redis_port),
             session_ttl_days=_env_int("SESSION_TTL_DAYS", cls.session_ttl_days),
             argon2_time_cost=_env_int("ARGON2_TIME_COST", cls.argon2_time_cost),
             argon2_memory_cost_kib=_env_int("ARGON2_MEMORY_COST_KIB", cls.argon2_memory_cost_kib),
@@ -141,10 +162,15 @@ class Settings:
 
     def validate(self) -> Settings:
         """Fail at start-up, naming the variable, rather than on the first request."""
-        problems: list[str] = []
-        for name, value in (("GATEWAY_PORT", self.port), ("CASSANDRA_PORT", self.cassandra_port)):
-            if not 0 <= value <= 65535:
-                problems.append(f"{name} must be a port number, got {value}")
+        problems: list[tuple[str, str]] = []
+        ports = (
+            ("GATEWAY_PORT", self.port),
+            ("CASSANDRA_PORT", self.cassandra_port),
+            ("GATEWAY_REDIS_PORT", self.redis_port),
+        )
+        for name, port in ports:
+            if not 0 <= port <= 65535:
+                problems.append((name, f"{name} must be a port number, got {port}"))
         positive = {
             "SESSION_TTL_DAYS": self.session_ttl_days,
             "ARGON2_TIME_COST": self.argon2_time_cost,
@@ -159,7 +185,7 @@ class Settings:
             "ROOM_MAX_PARTICIPANTS": self.room_max_participants,
             "ROOMS_PER_USER_MAX": self.rooms_per_user_max,
         }
-        problems += [f"{name} must be positive, got {v}" for name, v in positive.items() if v <= 0]
+        problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
         buckets = {
             "MESSENGER_BUCKET": self.messenger_bucket,
             "ROOM_BUCKET": self.room_bucket,
@@ -169,19 +195,23 @@ class Settings:
         }
         for name, value in buckets.items():
             if value not in {"month", "day"} and not re.fullmatch(r"[1-9][0-9]*s", value):
-                problems.append(f"{name} must be 'month', 'day' or '<N>s', got {value!r}")
+                problems.append((name, f"{name} must be 'month', 'day' or '<N>s', got {value!r}"))
         if not re.fullmatch(r"\+?([0-9]{1,3})?", self.contacts_default_country_code):
-            problems.append("CONTACTS_DEFAULT_COUNTRY_CODE must be 1-3 digits or empty")
+            name = "CONTACTS_DEFAULT_COUNTRY_CODE"
+            problems.append((name, f"{name} must be 1-3 digits or empty"))
         replication = self.replication.strip()
         simple = re.fullmatch(r"SimpleStrategy(:[1-9][0-9]*)?", replication)
         topology = re.fullmatch(r"[A-Za-z0-9_.-]+:[0-9]+(,\s*[A-Za-z0-9_.-]+:[0-9]+)*", replication)
         if not (simple or topology):
-            problems.append(
-                f"CASSANDRA_REPLICATION must be 'SimpleStrategy:N' or 'dc1:3,dc2:3', got {replication!r}"
-            )
+            problems.append((
+                "CASSANDRA_REPLICATION",
+                f"CASSANDRA_REPLICATION must be 'SimpleStrategy:N' or 'dc1:3,dc2:3', got {replication!r}",
+            ))
         if not re.fullmatch(r"[a-zA-Z][a-zA-Z0-9_]{0,47}", self.keyspace):
-            problems.append(f"CASSANDRA_KEYSPACE is not a valid keyspace name: {self.keyspace!r}")
+            problems.append(
+                ("CASSANDRA_KEYSPACE", f"CASSANDRA_KEYSPACE is not a valid keyspace name: {self.keyspace!r}")
+            )
         if problems:
-            raise ValueError("; ".join(problems))
+            raise SettingsError(problems[0][0], "; ".join(message for _, message in problems))
         return self
 

@@ -9,22 +9,23 @@ import sys
 from gateway.settings import Settings
 
 
-async def run_cli(settings: Settings, *args: str) -> tuple[int, str]:
-    """(exit status, stdout and stderr) of ``python -m gateway <args>``."""
-    env = {
+async def run_cli(settings: Settings, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """(exit status, stdout and stderr) of ``python -m gateway <args>``; env adds variables."""
+    full_env = {
         **os.environ,
         "CASSANDRA_KEYSPACE": settings.keyspace,
         "CASSANDRA_CONTACT_POINTS": ",".join(settings.contact_points) or "127.0.0.1",
         "CASSANDRA_PORT": str(settings.cassandra_port),
         "CASSANDRA_REPLICATION": settings.replication,
         "GATEWAY_LOG_LEVEL": "WARNING",
+        **(env or {}),
     }
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "gateway",
         *args,
-        env=env,
+        env=full_env,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )

@@ -39,9 +39,9 @@ def base_settings() -> Settings:
         argon2_parallelism=1,
     )
     if settings.embedded:
-        from gateway.db.local_node import LocalNode
+        from devnode.cassandra import CassandraNode
 
-        LocalNode(settings).start()
+        CassandraNode(settings).start()
     return settings
 
 

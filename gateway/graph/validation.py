@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gateway.graph.errors import BadUserInput
+from gateway.errors import BadUserInput
 
 LOGIN = re.compile(r"^[a-z0-9][a-z0-9_.-]{2,29}$")
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -31,7 +31,7 @@ def optional_text(value: str | None, field: str, *, max_len: int) -> str | None:
 def login(value: str, field: str = "login") -> str:
     """Logins are 3-30 characters ``[a-z0-9][a-z0-9_.-]*``, stored lower-case."""
     result = value.strip().lower()
-    if not LOGIN.match(result):
+    if not LOGIN.fullmatch(result):
         raise BadUserInput(
             field,
             f"`{field}` must be 3-30 characters: a letter or digit, then letters, digits, '_', '.' or '-'.",
@@ -41,12 +41,12 @@ def login(value: str, field: str = "login") -> str:
 
 def email(value: str, field: str = "email") -> str:
     result = value.strip()
-    if len(result) > 254 or not EMAIL.match(result):
+    if len(result) > 254 or not EMAIL.fullmatch(result):
         raise BadUserInput(field, f"`{field}` must be a valid email address.")
     return result
 
 
 def pattern(value: str, field: str, regex: re.Pattern[str], description: str) -> str:
-    if not regex.match(value):
+    if not regex.fullmatch(value):
         raise BadUserInput(field, f"`{field}` {description}")
     return value

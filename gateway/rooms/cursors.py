@@ -14,7 +14,7 @@ import base64
 import binascii
 from uuid import UUID
 
-from gateway.graph.errors import BadUserInput
+from gateway.errors import BadUserInput
 from gateway.graph.pagination import MAX_PAGE_SIZE, decode_cursor, encode_cursor
 from gateway.rooms import rules
 from gateway.rooms.paging_state import InvalidPagingState, paging_state_key

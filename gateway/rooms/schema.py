@@ -2,46 +2,52 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Awaitable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry.types import Info
 
+from gateway.errors import BadUserInput, Forbidden, NotFound
 from gateway.graph.context import Context, context_of
-from gateway.graph.errors import BadUserInput, Forbidden, NotFound
-from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.pagination import (
+    Connection,
+    decode_position,
+    page_size,
+    position_cursor,
+)
 from gateway.graph.selection import selects
 from gateway.rooms import rules
-from gateway.rooms.actions import RoomActions
-from gateway.rooms.cursors import decode_login_cursor, decode_scan_cursor, login_cursor, scan_cursor
+from gateway.rooms.cursors import (
+    decode_login_cursor,
+    decode_scan_cursor,
+    decode_user_room_cursor,
+    login_cursor,
+    scan_cursor,
+    user_room_cursor,
+)
 from gateway.rooms.events import RoomEvent, room_channel
 from gateway.rooms.history import RoomHistory, RoomMessageRecord
-from gateway.rooms.loaders import participant_count_loader, room_loader
+from gateway.rooms.loaders import participant_count_loader, room_loader, user_rooms_loader
 from gateway.rooms.members import MemberStore
+from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomRecord, RoomStore
-
-if TYPE_CHECKING:
-    from gateway.users.schema import User
-
-LazyUser = Annotated["User", strawberry.lazy("gateway.users.schema")]
-
-
-async def users_by_login(info: Info, logins: Iterable[str]) -> dict[str, User]:
-    """``gateway.users.schema.users_by_login``, imported late: the users schema
-    imports this domain's ``User.rooms`` mixin."""
-    from gateway.users.schema import users_by_login as load
-
-    return await load(info, logins)
+from gateway.users.schema import (
+    Prefetched,
+    User,
+    prefetched_user,
+    prefetched_user_or_none,
+    users_by_login,
+)
 
 ROOMS_PAGE = 20
+USER_ROOMS_PAGE = 20
 PARTICIPANTS_PAGE = 50
 MESSAGES_PAGE = 50
 
 
-def actions(context: Context) -> RoomActions:
-    return RoomActions(
+def service(context: Context) -> RoomService:
+    return RoomService(
         context.db,
         context.store(RoomStore),
         context.store(MemberStore),
@@ -55,28 +61,19 @@ class Room:
     """Fields known from the record are filled at construction: plain attributes resolve
     on Strawberry's fast path."""
 
-    # The user fields are plain resolvers that return either the prefetched value or
-    # an awaitable (which graphql-core awaits): a list resolved from prefetched users
-    # then needs no awaitable per item.
-
-    def _creator(self, info: Info) -> User:
-        from gateway.users.schema import require_user
-
-        login = self._record.creator_login
-        if self._users is not None and login in self._users:
-            return self._users[login]
-        return require_user(info, login)  # type: ignore[return-value]
+    def _creator(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._record.creator_login)
 
     name: str
     banner: str | None
     created_at: datetime
-    creator: LazyUser = strawberry.field(resolver=_creator)
+    creator: User = strawberry.field(resolver=_creator, graphql_type=User)
     _record: strawberry.Private[RoomRecord]
-    #: Users prefetched by a list resolver (``users_by_login``); None: not prefetched.
-    _users: strawberry.Private[dict[str, User] | None] = None
+    #: Users prefetched by ``list_of``.
+    _users: strawberry.Private[Prefetched] = None
 
     @classmethod
-    def of(cls, record: RoomRecord, users: dict[str, User] | None = None) -> Room:
+    def of(cls, record: RoomRecord, users: Prefetched = None) -> Room:
         return cls(
             name=record.name,
             banner=record.banner,
@@ -100,7 +97,7 @@ class Room:
     @strawberry.field(description="Who is in the room, ordered by login.")
     async def participants(
         self, info: Info, first: int | None = PARTICIPANTS_PAGE, after: str | None = None
-    ) -> Connection[LazyUser]:
+    ) -> Connection[User]:
         size = page_size(info, first, PARTICIPANTS_PAGE)
         start = decode_login_cursor(after)
         if size == 0:
@@ -153,10 +150,10 @@ class RoomMessage:
     room: Room = strawberry.field(description="The room as it stood when the message was read or delivered.")
     _author_login: strawberry.Private[str | None]
     #: Authors prefetched by the page resolver; None: not prefetched.
-    _authors: strawberry.Private[dict[str, User] | None] = None
+    _authors: strawberry.Private[Prefetched] = None
 
     @classmethod
-    def of(cls, record: RoomMessageRecord, room: Room, authors: dict[str, User] | None = None) -> RoomMessage:
+    def of(cls, record: RoomMessageRecord, room: Room, authors: Prefetched = None) -> RoomMessage:
         return cls(
             id=strawberry.ID(str(record.id)),
             content=record.content,
@@ -167,16 +164,9 @@ class RoomMessage:
             _authors=authors,
         )
 
-    @strawberry.field(description="Null for system messages.")
-    def author(self, info: Info) -> LazyUser | None:
-        from gateway.users.schema import load_user
-
-        login = self._author_login
-        if login is None:
-            return None
-        if self._authors is not None and login in self._authors:
-            return self._authors[login]
-        return load_user(info, login)  # type: ignore[return-value]  # awaited by graphql-core
+    @strawberry.field(description="Null for system messages.", graphql_type=User | None)
+    def author(self, info: Info) -> User | Awaitable[User | None] | None:
+        return prefetched_user_or_none(info, self._authors, self._author_login)
 
 
 @strawberry.type
@@ -209,11 +199,14 @@ class RoomQuery:
 
 @strawberry.type
 class RoomMutation:
-    @strawberry.mutation(description="Create a room and join it. CONFLICT when the name is taken.")
+    @strawberry.mutation(
+        description="Create a room and join it. CONFLICT when the name is taken or you are in as "
+        "many rooms as allowed."
+    )
     async def create_room(self, info: Info, name: str, banner: str | None = None) -> Room:
         context = context_of(info)
         viewer = await context.require_viewer()
-        record = await actions(context).create(viewer, rules.room_name(name), rules.banner(banner))
+        record = await service(context).create(viewer, rules.room_name(name), rules.banner(banner))
         return Room.of(record)
 
     @strawberry.mutation(
@@ -223,13 +216,13 @@ class RoomMutation:
     async def join_room(self, info: Info, name: str) -> Room:
         context = context_of(info)
         viewer = await context.require_viewer()
-        return Room.of(await actions(context).join(viewer, rules.room_name(name)))
+        return Room.of(await service(context).join(viewer, rules.room_name(name)))
 
     @strawberry.mutation(description="Leave a room; false when you were not in it.")
     async def leave_room(self, info: Info, name: str) -> bool:
         context = context_of(info)
         viewer = await context.require_viewer()
-        return await actions(context).leave(viewer, rules.room_name(name))
+        return await service(context).leave(viewer, rules.room_name(name))
 
     @strawberry.mutation(
         description="Delete a room you created: it leaves every participant's rooms and its history "
@@ -238,13 +231,13 @@ class RoomMutation:
     async def delete_room(self, info: Info, name: str) -> bool:
         context = context_of(info)
         viewer = await context.require_viewer()
-        return await actions(context).delete(viewer, rules.room_name(name))
+        return await service(context).delete(viewer, rules.room_name(name))
 
     @strawberry.mutation(description="Post in a room you are in. FORBIDDEN unless you are a participant.")
     async def post_room_message(self, info: Info, room: str, content: str) -> RoomMessage:
         context = context_of(info)
         viewer = await context.require_viewer()
-        message, record = await actions(context).post(
+        message, record = await service(context).post(
             viewer, rules.room_name(room, "room"), rules.content(content)
         )
         return RoomMessage.of(message, Room.of(record))
@@ -275,3 +268,31 @@ class RoomSubscription:
                 yield RoomMessage.of(event.message, Room.of(event.room))
                 if event.ends_subscription_of(viewer):
                     return
+
+
+@strawberry.type
+class RoomUser:
+    """``User.rooms``, joined onto ``User`` at the composition root."""
+
+    login: strawberry.Private[str]
+
+    @strawberry.field(
+        description="The rooms this user is in, by name. Rooms that no longer exist are never listed "
+        "(a page may then hold fewer than `first` rooms)."
+    )
+    async def rooms(
+        self, info: Info, first: int | None = USER_ROOMS_PAGE, after: str | None = None
+    ) -> Connection[Room]:
+        size = page_size(info, first, USER_ROOMS_PAGE)
+        start = decode_user_room_cursor(after)
+        if size == 0:
+            return Connection.empty()
+        page = await context_of(info).loader(user_rooms_loader).load((self.login, size, start))
+        rooms = await Room.list_of(info, [record for _, record in page.rooms])
+        return Connection.of(
+            [
+                (user_room_cursor(row.room_name, row.room_id), room)
+                for (row, _), room in zip(page.rooms, rooms, strict=True)
+            ],
+            page.has_next,
+        )

@@ -1,0 +1,187 @@
+"""The node's configuration: cassandra.yaml, logback.xml and the JVM command line."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from devnode.common import HOST, DevNodeError
+
+STORAGE_PORT = 7000
+JMX_PORT = 7199
+MAIN_CLASS = "org.apache.cassandra.service.CassandraDaemon"
+
+# From Cassandra's conf/jvm17-server.options.
+_ADD_EXPORTS = (
+    "java.base/jdk.internal.misc",
+    "java.management.rmi/com.sun.jmx.remote.internal.rmi",
+    "java.rmi/sun.rmi.registry",
+    "java.rmi/sun.rmi.server",
+    "java.sql/java.sql",
+    "java.base/java.lang.ref",
+    "jdk.unsupported/sun.misc",
+    "jdk.compiler/com.sun.tools.javac.file",
+    "jdk.attach/sun.tools.attach",
+)
+_ADD_OPENS = (
+    "java.base/java.lang.module",
+    "java.base/jdk.internal.loader",
+    "java.base/jdk.internal.ref",
+    "java.base/jdk.internal.reflect",
+    "java.base/jdk.internal.math",
+    "java.base/jdk.internal.module",
+    "java.base/jdk.internal.util.jar",
+    "jdk.management/com.sun.management.internal",
+    "java.base/sun.nio.ch",
+    "java.base/java.io",
+    "java.base/java.lang.reflect",
+    "jdk.compiler/com.sun.tools.javac",
+    "java.base/java.lang",
+    "java.base/java.util",
+)
+
+_LOGBACK_XML = """\
+<configuration scan="false">
+  <appender name="SYSTEMLOG" class="ch.qos.logback.core.rolling.RollingFileAppender">
+    <file>${cassandra.logdir}/system.log</file>
+    <rollingPolicy class="ch.qos.logback.core.rolling.FixedWindowRollingPolicy">
+      <fileNamePattern>${cassandra.logdir}/system.log.%i.zip</fileNamePattern>
+      <minIndex>1</minIndex>
+      <maxIndex>3</maxIndex>
+    </rollingPolicy>
+    <triggeringPolicy class="ch.qos.logback.core.rolling.SizeBasedTriggeringPolicy">
+      <maxFileSize>20MB</maxFileSize>
+    </triggeringPolicy>
+    <encoder>
+      <pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern>
+    </encoder>
+  </appender>
+  <root level="INFO">
+    <appender-ref ref="SYSTEMLOG"/>
+  </root>
+</configuration>
+"""
+
+
+def check_heap(heap: str) -> str:
+    if not re.fullmatch(r"\d+[kKmMgG]?", heap):
+        raise DevNodeError(
+            f"Invalid Cassandra heap size {heap!r} (GATEWAY_CASSANDRA_HEAP); use e.g. 1G or 512M."
+        )
+    return heap
+
+
+class NodeConfig:
+    """Where the node's files live under ``home`` and what it is started with."""
+
+    def __init__(self, home: Path, lib: Path, cql_port: int, heap: str) -> None:
+        self.home = home
+        self.lib = lib
+        self.cql_port = cql_port
+        self.heap = heap
+        self.conf = home / "conf"
+        self.data = home / "data"
+        self.logs = home / "logs"
+
+    @property
+    def config_arg(self) -> str:
+        """The JVM argument that names this home's cassandra.yaml; it identifies our node's process."""
+        return f"-Dcassandra.config=file://{self.conf / 'cassandra.yaml'}"
+
+    def write(self) -> None:
+        for directory in (self.conf, self.logs, *self._data_dirs().values()):
+            directory.mkdir(parents=True, exist_ok=True)
+        (self.conf / "cassandra.yaml").write_text(self._cassandra_yaml())
+        (self.conf / "logback.xml").write_text(_LOGBACK_XML)
+
+    def _data_dirs(self) -> dict[str, Path]:
+        names = ("data", "commitlog", "saved_caches", "hints", "cdc_raw")
+        return {name: self.data / name for name in names}
+
+    def _cassandra_yaml(self) -> str:
+        """Single node on loopback, no auth, sized for a developer machine with a couple of cores.
+
+        Server-side request timeouts stay below the driver's default of 5 s, so clients see
+        Cassandra's own timeout errors (which say what timed out) rather than a client timeout.
+        """
+        dirs = {name: json.dumps(str(path)) for name, path in self._data_dirs().items()}
+        return f"""\
+cluster_name: "gateway-local"
+num_tokens: 16
+allocate_tokens_for_local_replication_factor: 1
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+authenticator: AllowAllAuthenticator
+authorizer: AllowAllAuthorizer
+data_file_directories: [{dirs["data"]}]
+commitlog_directory: {dirs["commitlog"]}
+saved_caches_directory: {dirs["saved_caches"]}
+hints_directory: {dirs["hints"]}
+cdc_raw_directory: {dirs["cdc_raw"]}
+commitlog_sync: periodic
+commitlog_sync_period: 10000ms
+commitlog_total_space: 1024MiB
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "{HOST}:{STORAGE_PORT}"
+listen_address: {HOST}
+rpc_address: {HOST}
+storage_port: {STORAGE_PORT}
+native_transport_port: {self.cql_port}
+start_native_transport: true
+endpoint_snitch: SimpleSnitch
+hinted_handoff_enabled: false
+auto_snapshot: false
+snapshot_on_duplicate_row_detection: false
+concurrent_reads: 8
+concurrent_writes: 8
+concurrent_counter_writes: 8
+concurrent_compactors: 1
+compaction_throughput: 64MiB/s
+read_request_timeout: 4000ms
+range_request_timeout: 4000ms
+write_request_timeout: 3000ms
+counter_write_request_timeout: 3000ms
+cas_contention_timeout: 2000ms
+truncate_request_timeout: 60000ms
+"""
+
+    def jvm_args(self, java: str) -> list[str]:
+        heap = check_heap(self.heap)
+        jamm = sorted(self.lib.glob("jamm-*.jar"))
+        if not jamm:
+            raise DevNodeError(
+                f"{self.lib} has no jamm-*.jar; delete {self.lib.parent} to fetch Cassandra again."
+            )
+        return [
+            java,
+            f"-Xms{heap}",
+            f"-Xmx{heap}",
+            "-Xss256k",
+            "-XX:+UseG1GC",
+            "-XX:+ParallelRefProcEnabled",
+            "-XX:MaxTenuringThreshold=1",
+            "-XX:G1HeapRegionSize=16m",
+            "-XX:+ExitOnOutOfMemoryError",
+            "-Djava.net.preferIPv4Stack=true",
+            "-Djdk.attach.allowAttachSelf=true",
+            *(arg for module in _ADD_EXPORTS for arg in ("--add-exports", f"{module}=ALL-UNNAMED")),
+            *(arg for module in _ADD_OPENS for arg in ("--add-opens", f"{module}=ALL-UNNAMED")),
+            "-Dio.netty.tryReflectionSetAccessible=true",
+            "-Dio.netty.allocator.useCacheForAllThreads=true",
+            "-Dio.netty.allocator.maxOrder=11",
+            f"-javaagent:{jamm[-1]}",
+            self.config_arg,
+            f"-Dcassandra.logdir={self.logs}",
+            f"-Dlogback.configurationFile=file://{self.conf / 'logback.xml'}",
+            f"-Dcassandra.storagedir={self.data}",
+            f"-Dcassandra.jmx.local.port={JMX_PORT}",
+            "-Dcassandra-foreground=yes",
+            "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+            # A lone loopback node has no ring to wait for; the default costs 30 s on first start.
+            "-Dcassandra.ring_delay_ms=1000",
+            "-cp",
+            f"{self.lib}/*",
+            MAIN_CLASS,
+        ]

@@ -1,0 +1,225 @@
+"""Start, stop and inspect the local Cassandra node.
+
+One real single-node Cassandra lives in a per-user cache (``Settings.cassandra_home``)::
+
+    <version>/lib/   the jars: the tarball's lib/, or cassandra-all and its runtime dependencies
+    conf/            cassandra.yaml and logback.xml, rewritten on every start
+    data/            data, commitlog, hints, saved_caches, cdc_raw
+    logs/            system.log (Cassandra's log) and stdout.log (the JVM's own output)
+    cassandra.pid    pid of the running node
+    .lock            flock held around every check-and-start and stop
+
+The node is started once and reused by later runs and test sessions; it keeps running after
+the Python process that started it exits.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from devnode.cassandra.configure import JMX_PORT, MAIN_CLASS, STORAGE_PORT, NodeConfig, check_heap
+from devnode.cassandra.install import CASSANDRA_VERSION, Installer, find_java
+from devnode.common import (
+    HOST,
+    DevNodeError,
+    Progress,
+    cmdline,
+    launch_detached,
+    locked,
+    pid_alive,
+    port_open,
+    print_progress,
+    read_pid,
+    tail,
+    terminate,
+    wait_port_closed,
+    write_pid,
+)
+from gateway.settings import Settings
+
+_REPORT_EVERY = 10.0
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    running: bool
+    pid: int | None
+    cql_ready: bool
+    home: Path
+    version: str
+
+
+class CassandraNode:
+    """The local Cassandra node kept in ``settings.cassandra_home``.
+
+    The node runs ``CassandraDaemon`` directly with the JVM options Cassandra's
+    ``conf/jvm17-server.options`` would give, whether its jars came from the binary tarball or
+    were assembled from ``cassandra-all`` with Maven. The tarball's ``bin/cassandra`` refuses to
+    run as root unless given ``-R``; starting the daemon class directly has no such check, so
+    the node starts the same way as root (e.g. in containers and CI) as for a normal user.
+    """
+
+    def __init__(self, settings: Settings, progress: Progress = print_progress) -> None:
+        self._progress = progress
+        self.home = settings.cassandra_home.expanduser().resolve()
+        self.port = settings.cassandra_port
+        self._installer = Installer(self.home, progress)
+        self._config = NodeConfig(self.home, self._installer.lib, self.port, settings.cassandra_heap)
+        self._system_log = self._config.logs / "system.log"
+        self._stdout_log = self._config.logs / "stdout.log"
+        self._pid_file = self.home / "cassandra.pid"
+        self._lock_file = self.home / ".lock"
+
+    def start(self, timeout: float = 180.0) -> None:
+        """Start the node (downloading it on first use) or reuse the running one.
+
+        Returns once the CQL port accepts connections. ``timeout`` bounds the wait for the
+        CQL port, not the one-off download.
+        """
+        try:
+            with locked(self.home, self._lock_file, self._progress):
+                pid = self._live_pid(clean=True)
+                if pid is not None:
+                    if port_open(self.port):
+                        self._progress(
+                            f"Cassandra {CASSANDRA_VERSION} already running (pid {pid}, "
+                            f"CQL on {HOST}:{self.port})"
+                        )
+                        return
+                    self._progress(f"Cassandra (pid {pid}) is still starting")
+                    self._wait_for_cql(pid, timeout, log_offset=0)
+                    return
+                check_heap(self._config.heap)
+                self._check_ports_free()
+                java = find_java(self._progress)
+                self._installer.ensure_installed()
+                self._progress(f"configuring the node in {self.home}")
+                self._config.write()
+                log_offset = self._system_log.stat().st_size if self._system_log.exists() else 0
+                pid = self._launch(java)
+                self._wait_for_cql(pid, timeout, log_offset)
+        except OSError as exc:
+            raise DevNodeError(f"Local Cassandra node in {self.home}: {exc}") from exc
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop the node: SIGTERM (Cassandra drains and flushes), then SIGKILL after ``timeout``."""
+        try:
+            with locked(self.home, self._lock_file, self._progress):
+                pid = self._live_pid(clean=True)
+                if pid is None:
+                    self._progress(f"Cassandra is not running (home {self.home})")
+                    return
+                self._progress(f"stopping Cassandra (pid {pid})")
+                started = time.monotonic()
+                self._terminate(pid, timeout)
+                self._pid_file.unlink(missing_ok=True)
+                self._progress(f"Cassandra stopped after {time.monotonic() - started:.0f}s")
+        except OSError as exc:
+            raise DevNodeError(f"Local Cassandra node in {self.home}: {exc}") from exc
+
+    def status(self) -> NodeStatus:
+        """A snapshot without side effects; ``cql_ready`` is true whoever listens on the port."""
+        pid = self._live_pid(clean=False)
+        return NodeStatus(
+            running=pid is not None,
+            pid=pid,
+            cql_ready=port_open(self.port),
+            home=self.home,
+            version=CASSANDRA_VERSION,
+        )
+
+    def _live_pid(self, *, clean: bool) -> int | None:
+        """The pid in the pid file if it is this home's live Cassandra; a stale file is removed."""
+        pid = read_pid(self._pid_file)
+        if pid is None:
+            return None
+        if pid > 0 and pid_alive(pid) and self._is_our_node(pid):
+            return pid
+        if clean:
+            self._pid_file.unlink(missing_ok=True)
+        return None
+
+    def _is_our_node(self, pid: int) -> bool:
+        """Guards against a recycled pid: it must be CassandraDaemon running this home's config."""
+        argv = cmdline(pid)
+        if argv is None:
+            return True
+        return MAIN_CLASS in argv and self._config.config_arg in argv
+
+    def _terminate(self, pid: int, timeout: float) -> None:
+        """Returns once the process and its ports are gone."""
+        terminate("Cassandra", pid, timeout, self._progress)
+        for port in (self.port, STORAGE_PORT, JMX_PORT):
+            wait_port_closed(port, 10.0)
+
+    def _check_ports_free(self) -> None:
+        ports = (
+            (
+                self.port,
+                "CQL native transport",
+                "stop it, or choose another port with CASSANDRA_PORT",
+            ),
+            (
+                STORAGE_PORT,
+                "Cassandra storage (internode)",
+                "another Cassandra node may be running; stop it",
+            ),
+            (JMX_PORT, "Cassandra JMX", "another Cassandra node may be running; stop it"),
+        )
+        for port, role, advice in ports:
+            if not wait_port_closed(port, 5.0):
+                raise DevNodeError(
+                    f"Port {HOST}:{port} ({role}) is already in use by a process other than the "
+                    f"Cassandra node of {self.home}: {advice}."
+                )
+
+    def _launch(self, java: str) -> int:
+        args = self._config.jvm_args(java)
+        self._progress(
+            f"starting Cassandra {CASSANDRA_VERSION} (heap {self._config.heap}, "
+            f"CQL on {HOST}:{self.port}, log {self._system_log})"
+        )
+        pid = launch_detached("the JVM", args, self._stdout_log, self.home)
+        write_pid(self._pid_file, pid)
+        return pid
+
+    def _wait_for_cql(self, pid: int, timeout: float, log_offset: int) -> None:
+        started = time.monotonic()
+        next_report = _REPORT_EVERY
+        while True:
+            elapsed = time.monotonic() - started
+            if port_open(self.port):
+                self._progress(f"Cassandra ready on {HOST}:{self.port} (pid {pid}, {elapsed:.0f}s)")
+                return
+            if not pid_alive(pid):
+                self._pid_file.unlink(missing_ok=True)
+                raise DevNodeError(
+                    f"Cassandra (pid {pid}) exited during start after {elapsed:.0f}s."
+                    + self._logs_excerpt(log_offset)
+                )
+            if elapsed >= timeout:
+                self._progress(f"CQL port not open after {timeout:.0f}s; stopping Cassandra (pid {pid})")
+                excerpt = self._logs_excerpt(log_offset)
+                self._terminate(pid, 30.0)
+                self._pid_file.unlink(missing_ok=True)
+                raise DevNodeError(
+                    f"Cassandra did not open its CQL port {HOST}:{self.port} "
+                    f"within {timeout:.0f}s "
+                    f"and was stopped.{excerpt}"
+                )
+            if elapsed >= next_report:
+                self._progress(f"waiting for the CQL port {self.port}... {elapsed:.0f}s")
+                next_report += _REPORT_EVERY
+            time.sleep(0.5)
+
+    def _logs_excerpt(self, log_offset: int) -> str:
+        parts = []
+        system = tail(self._system_log, log_offset)
+        if system:
+            parts.append(f"\n--- last lines of {self._system_log} ---\n{system}")
+        stdout = tail(self._stdout_log)
+        if stdout:
+            parts.append(f"\n--- last lines of {self._stdout_log} ---\n{stdout}")
+        return "".join(parts) or f"\n(nothing in {self._system_log} or {self._stdout_log})"

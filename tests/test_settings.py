@@ -1,0 +1,45 @@
+"""A bad configuration variable is named in one line by the CLI (exit 2) and raised as SettingsError."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gateway.app import create_app
+from gateway.settings import Settings, SettingsError
+from tests.cli import run_cli
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("GATEWAY_PORT", "eighty", "GATEWAY_PORT must be an integer, got 'eighty'"),
+        ("CASSANDRA_REQUEST_TIMEOUT", "soon", "CASSANDRA_REQUEST_TIMEOUT must be a number, got 'soon'"),
+        ("GATEWAY_QUERY_METRICS", "maybe", "GATEWAY_QUERY_METRICS must be 1/0, true/false, yes/no or on/off"),
+        ("GATEWAY_REDIS_PORT", "70000", "GATEWAY_REDIS_PORT must be a port number, got 70000"),
+        ("MAIL_BUCKET", "week", "MAIL_BUCKET must be 'month', 'day' or '<N>s', got 'week'"),
+    ],
+)
+async def test_cli_names_the_bad_variable(
+    base_settings: Settings, variable: str, value: str, message: str
+) -> None:
+    code, out = await run_cli(base_settings, "schema", env={variable: value})
+    assert code == 2, out
+    assert len(out.splitlines()) == 1, out
+    assert out.startswith(f"error: {message}")
+
+
+def test_from_env_raises_settings_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGON2_TIME_COST", "3.5")
+    with pytest.raises(SettingsError) as raised:
+        Settings.from_env()
+    assert raised.value.variable == "ARGON2_TIME_COST"
+    assert str(raised.value) == "ARGON2_TIME_COST must be an integer, got '3.5'"
+
+
+def test_create_app_rejects_invalid_settings(base_settings: Settings) -> None:
+    with pytest.raises(SettingsError) as raised:
+        create_app(replace(base_settings, room_bucket="fortnight", redis_port=-1))
+    assert raised.value.variable == "GATEWAY_REDIS_PORT"
+    assert "ROOM_BUCKET must be 'month', 'day' or '<N>s', got 'fortnight'" in raised.value.message
