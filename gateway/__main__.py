@@ -1,5 +1,5 @@
 """Command line: ``gateway serve | cassandra|redis start|stop|status | migrate | schema | seed``,
-and the counter repairs ``mail-recount`` and ``blog-recount``.
+the counter repairs ``mail-recount`` and ``blog-recount``, and ``backfill <domain> ...``.
 
 The ``cassandra`` and ``redis`` commands, and ``serve`` without contact points, use the
 development tooling in ``devnode``; it is imported only then, so the running gateway never
@@ -164,6 +164,28 @@ def cmd_blog_recount(settings: Settings, slugs: list[str]) -> int:
         db.shutdown()
 
 
+#: ``gateway backfill <domain>``: each domain's copy of data kept by earlier gateways into
+#: the tables that replace it, as (module, coroutine function taking db and settings).
+BACKFILLS: dict[str, tuple[str, str]] = {
+    "rooms": ("gateway.rooms.backfill", "backfill"),
+}
+
+
+def cmd_backfill(settings: Settings, domains: list[str]) -> int:
+    import importlib
+
+    db, _ = _connected(settings)
+    try:
+        for domain in domains or sorted(BACKFILLS):
+            module, function = BACKFILLS[domain]
+            code = asyncio.run(getattr(importlib.import_module(module), function)(db, settings))
+            if code:
+                return int(code)
+        return 0
+    finally:
+        db.shutdown()
+
+
 def cmd_schema(settings: Settings) -> int:
     from gateway.schema import build_schema
 
@@ -189,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         "blog-recount", help="rebuild comment and post counters from the stored comments and posts"
     )
     blog_recount.add_argument("slugs", nargs="*", help="posts to recount (default: every post)")
+    backfill = sub.add_parser(
+        "backfill", help="copy data kept by earlier gateways into the tables that replace it (idempotent)"
+    )
+    backfill.add_argument(
+        "domains", nargs="*", choices=sorted(BACKFILLS), help="domains to backfill (default: all)"
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -231,6 +259,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return cmd_blog_recount(settings, args.slugs)
     if args.command == "mail-recount":
         return cmd_mail_recount(settings, args.login)
+    if args.command == "backfill":
+        return cmd_backfill(settings, args.domains)
     return cmd_schema(settings)
 
 

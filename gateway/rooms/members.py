@@ -30,8 +30,9 @@ that sees every write acknowledged before it: the participant count (a
 counter, incremented only by the join whose ``IF NOT EXISTS`` applied) and the
 count of the user's ``user_rooms`` rows. Of joins racing for the last place,
 the one whose check reads last sees all of them, so the bound is never
-exceeded; at the edge, racers may all see too many and all undo (the client
-gets CONFLICT and tries again). A counter update whose answer is lost is not
+exceeded. At the edge, racers may all see too many and all undo; each tries
+again after a jittered delay (bounded, ``gateway.rooms.service``), so some get
+the places, and the rest get CONFLICT. A counter update whose answer is lost is not
 retried (it is not idempotent), so a count can drift after a timeout;
 ``gateway backfill rooms`` is safe to re-run and never double counts.
 """

@@ -9,6 +9,7 @@ and why a join racing a deletion leaves no member listing a dead room).
 from __future__ import annotations
 
 import asyncio
+import random
 
 from gateway.db import clock
 from gateway.db.clock import new_timeuuid
@@ -25,6 +26,11 @@ from gateway.rooms.store import RoomRecord, RoomStore
 #: when the room was deleted and created again between our read and our
 #: delete (its participants are no longer part of the condition).
 DELETE_ATTEMPTS = 3
+#: Attempts of a join that found a bound exceeded only because of joins racing it.
+#: Each lost attempt undoes its writes and waits a jittered, doubling delay, so
+#: racers for the last places spread out instead of all undoing together.
+ADMIT_ATTEMPTS = 6
+ADMIT_BASE_DELAY = 0.01
 
 
 def joins_text(login: str) -> str:
@@ -88,36 +94,49 @@ class RoomService:
 
         Writes first, then checks (the room still there, both bounds) and undoes
         its writes when a check fails: the order that makes the checks exact
-        under concurrency (``gateway.rooms.members``). A full room is refused
-        before any write unless the viewer is already in it.
+        under concurrency (``gateway.rooms.members``). A full room, or a user at
+        the cap, is refused before any write; a bound found exceeded after the
+        write may be joins racing this one, so the join is tried again (bounded:
+        ``ADMIT_ATTEMPTS``), each time refused at once if the bound is reached.
         """
         membership = UserRoom(login, room.name, room.id)
-        if await self.members.count(room.id) >= self.max_participants and not (
-            await self.members.is_participant(room.id, login)
-        ):
-            raise self._full(room)
-        joined_at = clock.now()
-        if not await self.members.add(room.id, login, joined_at):
-            await self.members.record(membership, joined_at)
-            return False
-        await asyncio.gather(self.members.record(membership, joined_at), self.members.count_by(room.id, 1))
-        count, rooms_of_user, current = await asyncio.gather(
-            self.members.count(room.id), self.members.rooms_of_count(login), self.rooms.get(room.name)
-        )
-        problem: GatewayError | None = None
-        if current is None or current.id != room.id:
-            problem = NotFound(f"No room '{room.name}'.", field="name")
-        elif count > self.max_participants:
-            problem = self._full(room)
-        elif rooms_of_user > self.max_rooms:
-            problem = Conflict(
-                f"You are in {self.max_rooms} rooms, the most allowed; leave one before joining another.",
-                field="name",
+        delay = ADMIT_BASE_DELAY
+        for attempt in range(ADMIT_ATTEMPTS):
+            if await self.members.count(room.id) >= self.max_participants and not (
+                await self.members.is_participant(room.id, login)
+            ):
+                raise self._full(room)
+            if attempt and await self.members.rooms_of_count(login) >= self.max_rooms:
+                raise self._too_many_rooms()
+            joined_at = clock.now()
+            if not await self.members.add(room.id, login, joined_at):
+                await self.members.record(membership, joined_at)
+                return False
+            await asyncio.gather(
+                self.members.record(membership, joined_at), self.members.count_by(room.id, 1)
             )
-        if problem is not None:
+            count, rooms_of_user, current = await asyncio.gather(
+                self.members.count(room.id), self.members.rooms_of_count(login), self.rooms.get(room.name)
+            )
+            if current is not None and current.id == room.id and count <= self.max_participants and (
+                rooms_of_user <= self.max_rooms
+            ):
+                return True
             await self._withdraw(membership)
-            raise problem
-        return True
+            if current is None or current.id != room.id:
+                raise NotFound(f"No room '{room.name}'.", field="name")
+            if attempt + 1 == ADMIT_ATTEMPTS:
+                raise self._full(room) if count > self.max_participants else self._too_many_rooms()
+            self.db.count_lwt_retry()
+            await asyncio.sleep(random.uniform(0, delay))
+            delay *= 2
+        raise AssertionError("unreachable")
+
+    def _too_many_rooms(self) -> Conflict:
+        return Conflict(
+            f"You are in {self.max_rooms} rooms, the most allowed; leave one before joining another.",
+            field="name",
+        )
 
     def _full(self, room: RoomRecord) -> Conflict:
         return Conflict(

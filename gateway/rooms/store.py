@@ -147,3 +147,24 @@ class RoomStore:
                 banner=room.banner,
             )
         return DeleteOutcome(applied=False, current=current)
+
+    async def legacy_participants(
+        self, count: int, after: str | None
+    ) -> tuple[list[tuple[RoomRecord, frozenset[str]]], str | None]:
+        """``count`` rooms in token order after ``after``, each with the participants set
+        that earlier gateways kept in the row (read by ``gateway backfill rooms`` only),
+        and the name to continue after (None at the end of the table)."""
+        columns = f"{_ROOM_COLUMNS}, participants"
+        if after is None:
+            result = await self.db.execute(f"SELECT {columns} FROM rooms LIMIT ?", (count + 1,))
+        else:
+            result = await self.db.execute(
+                f"SELECT {columns} FROM rooms WHERE token(name) > token(?) LIMIT ?", (after, count + 1)
+            )
+        rooms = []
+        for row in result.rows[:count]:
+            record = RoomRecord.from_row(row)
+            if record is not None:
+                rooms.append((record, frozenset(row["participants"] or ())))
+        more = len(result.rows) > count
+        return rooms, result.rows[count - 1]["name"] if more else None
