@@ -168,6 +168,7 @@ def cmd_blog_recount(settings: Settings, slugs: list[str]) -> int:
 #: fills its new tables from the old ones (idempotent) and returns a one-line summary.
 BACKFILLS: dict[str, str] = {
     "messenger": "gateway.messenger.backfill",
+    "rooms": "gateway.rooms.backfill",
 }
 
 
@@ -255,6 +256,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return cmd_backfill(settings, args.domains)
     if args.command == "mail-recount":
         return cmd_mail_recount(settings, args.login)
+    if args.command == "backfill":
+        return cmd_backfill(settings, args.domains)
     return cmd_schema(settings)
 
 

@@ -125,6 +125,9 @@ class Settings:
     contacts_identity_pepper: str = "insecure-development-pepper"
     contacts_default_country_code: str = ""
     contacts_max_in_flight: int = 64
+    # Rooms: the most participants a room may have, and the most rooms a user may be in.
+    room_max_participants: int = 1000
+    rooms_per_user_max: int = 200
     # Mail folder partitions: "month", "day" or "<N>s" (never change it once mail is stored).
     mail_bucket: str = "month"
     # Seed demo data on `gateway serve --seed`.
@@ -188,6 +191,8 @@ class Settings:
             ),
             contacts_max_in_flight=_env_int("CONTACTS_MAX_IN_FLIGHT", cls.contacts_max_in_flight),
             mail_bucket=_env("MAIL_BUCKET", cls.mail_bucket),
+            room_max_participants=_env_int("ROOM_MAX_PARTICIPANTS", cls.room_max_participants),
+            rooms_per_user_max=_env_int("ROOMS_PER_USER_MAX", cls.rooms_per_user_max),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
         )
 
@@ -217,6 +222,8 @@ class Settings:
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
             "MESSENGER_ACTIVITY_SLOT": self.messenger_activity_slot,
+            "ROOM_MAX_PARTICIPANTS": self.room_max_participants,
+            "ROOMS_PER_USER_MAX": self.rooms_per_user_max,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
         buckets = {
