@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from bench.harness import Target, counted, gateway_under_test, measure, report
 from gateway.db import clock
 from gateway.graph.pubsub import InProcessPubSub
-from gateway.rooms.actions import RoomActions
 from gateway.rooms.history import RoomHistory
+from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomStore
 from gateway.users.store import SessionStore, UserRecord, UserStore
 
@@ -66,22 +66,22 @@ async def main() -> None:
         db, settings = target.db, target.settings
         rooms = RoomStore(db, settings)
         history = RoomHistory(db, settings)
-        actions = RoomActions(db, rooms, history, InProcessPubSub())
+        service = RoomService(db, rooms, history, InProcessPubSub())
         users = UserStore(db, settings)
         sessions = SessionStore(db, settings)
 
         authors = await _members(target, "author", AUTHORS)
-        await actions.create(authors[0].login, "bench-history", "History under load")
+        await service.create(authors[0].login, "bench-history", "History under load")
         for author in authors[1:]:
-            await actions.join(author.login, "bench-history")
+            await service.join(author.login, "bench-history")
         for n in range(MESSAGES_PER_AUTHOR):
             await asyncio.gather(
-                *(actions.post(a.login, "bench-history", f"message {n} from {a.login}") for a in authors)
+                *(service.post(a.login, "bench-history", f"message {n} from {a.login}") for a in authors)
             )
-        await actions.create(authors[0].login, "bench-busy", "Everyone joins")
+        await service.create(authors[0].login, "bench-busy", "Everyone joins")
         joiners = iter(await _members(target, "joiner", 2 * (JOIN_REQUESTS + JOIN_WARMUP)))
         for i in range(200):
-            await actions.create(authors[i % AUTHORS].login, f"bench-room-{i}", None)
+            await service.create(authors[i % AUTHORS].login, f"bench-room-{i}", None)
         reader = authors[0]
 
         async def raw_history() -> None:

@@ -8,8 +8,10 @@ from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
+from cross_web import AiohttpHTTPRequestAdapter
 from strawberry.aiohttp.views import GraphQLView
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+from strawberry.types.unset import UnsetType
 
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
@@ -17,6 +19,7 @@ from gateway.graph.context import Context, Services
 from gateway.graph.pubsub import InProcessPubSub, PubSub
 from gateway.graphiql import add_static_routes, render_graphiql
 from gateway.mail import routes as mail_routes
+from gateway.mail.uploads import StreamingUploadAdapter
 from gateway.schema import build_schema
 from gateway.settings import Settings
 from gateway.users.store import SessionStore
@@ -31,12 +34,24 @@ CONNECTOR = web.AppKey("connector", asyncio.Task)
 CONNECT_RETRY_SECONDS = 2.0
 
 
-class GatewayGraphQLView(GraphQLView):
-    def __init__(self, services: Services, **kwargs: Any) -> None:
+class GatewayGraphQLView(GraphQLView[Context, None]):
+    """The ``/graphql`` view over the services ``create_app`` built, reading requests
+    through ``request_adapter`` (the mail domain's streams uploads into Cassandra)."""
+
+    def __init__(
+        self,
+        services: Services,
+        *,
+        request_adapter: type[AiohttpHTTPRequestAdapter] = AiohttpHTTPRequestAdapter,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.services = services
+        self.request_adapter_class = request_adapter
 
-    async def get_context(self, request: web.Request, response: Any) -> Context:  # type: ignore[override]
+    async def get_context(
+        self, request: web.Request, response: web.Response | web.WebSocketResponse
+    ) -> Context:
         return Context(
             self.services,
             request=request,
@@ -45,10 +60,11 @@ class GatewayGraphQLView(GraphQLView):
             websocket=isinstance(response, web.WebSocketResponse),
         )
 
-    async def on_ws_connect(self, context: Context) -> None:  # type: ignore[override]
+    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         params = context.connection_params or {}
         value = params.get("authorization") or params.get("Authorization")
         context.set_authorization(value if isinstance(value, str) else None)
+        return None
 
     async def render_graphql_ide(self, request: web.Request) -> web.Response:
         return await render_graphiql(request)
@@ -121,6 +137,7 @@ def create_app(
     app[READY] = asyncio.Event()
     view = GatewayGraphQLView(
         services,
+        request_adapter=StreamingUploadAdapter,
         schema=build_schema(settings),
         graphql_ide="graphiql",
         allow_queries_via_get=True,
@@ -129,7 +146,7 @@ def create_app(
         connection_init_wait_timeout=timedelta(seconds=10),
     )
     app.router.add_route("*", "/graphql", view)
-    mail_routes.install(app)
+    mail_routes.install(app, services)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     add_static_routes(app)

@@ -1,9 +1,19 @@
-"""Assembles the domains into one ``strawberry.Schema``.
+"""The composition root: assembles the domains into one ``strawberry.Schema``.
 
 Each domain contributes ``<Domain>Query`` / ``<Domain>Mutation`` /
-``<Domain>Subscription`` classes and, where it adds to the viewer's own view,
-a ``<Domain>Me`` mixin of ``Me`` (its resolvers read ``self.login``). This
-module only lists them; the root types inherit every domain's fields.
+``<Domain>Subscription`` classes and, where it adds to the viewer's own view, a
+``<Domain>Me`` mixin of ``Me``; this module lists them, and the root types
+inherit every domain's fields.
+
+``User`` is different: it belongs to ``gateway/users/``, and every domain's
+types refer to it (``Room.creator``, ``Post.author``, ``DirectMessage.sender``
+...), so the one ``User`` class is what they all return. The fields other
+domains add to it (``User.rooms``, ``User.posts``, ``User.postCount``) are
+declared in those domains as ``<Domain>User`` classes and joined onto
+``User``'s Strawberry definition here, at import, by
+``gateway.graph.compose.join_fields`` (see there why not by subclassing). So
+``users/`` imports no other domain, the other domains import ``users/`` like
+any lower module, and no module needs a lazy type or a late import.
 """
 
 from __future__ import annotations
@@ -13,8 +23,9 @@ from strawberry.extensions import MaxTokensLimiter, ParserCache, ValidationCache
 from strawberry.extensions.add_validation_rules import AddValidationRules
 from strawberry.types import Info
 
-from gateway.blog.schema import BlogMutation, BlogQuery
+from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
+from gateway.graph.compose import join_fields
 from gateway.graph.context import context_of
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.limits import query_limits_rule
@@ -22,9 +33,11 @@ from gateway.graph.metrics import StatementMetrics
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.mail.schema import MailMe, MailMutation
 from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSubscription
-from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription
+from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser
 from gateway.settings import Settings
 from gateway.users.schema import User, UserMutation, UserQuery, require_user
+
+join_fields(User, RoomUser, BlogUser)
 
 
 @strawberry.type
@@ -59,8 +72,6 @@ class Subscription(MessengerSubscription, RoomSubscription, ContactsSubscription
     pass
 
 
-SUBSCRIPTION: type | None = Subscription
-
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or Settings()
@@ -68,7 +79,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     return ErrorCodeSchema(
         query=Query,
         mutation=Mutation,
-        subscription=SUBSCRIPTION,
+        subscription=Subscription,
         scalar_overrides=SCALAR_OVERRIDES,  # type: ignore[arg-type]
         extensions=[
             ErrorCodes,

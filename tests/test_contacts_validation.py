@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gateway.contacts import identities
-from gateway.graph.errors import BadUserInput
+from gateway.errors import BadUserInput
 from tests.client import Account, Api
 from tests.test_contacts_support import CONTACTS, DISCOVERED, IDENTITIES, LINK, UPLOAD, fresh_phone
 

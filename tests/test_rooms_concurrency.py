@@ -8,7 +8,7 @@ import random
 import pytest
 
 from gateway.app import SERVICES
-from gateway.rooms.actions import DELETE_ATTEMPTS
+from gateway.rooms.service import DELETE_ATTEMPTS
 from gateway.rooms.store import DeleteOutcome, RoomRecord, RoomStore
 from tests.client import Api
 from tests.test_rooms import DELETE, JOIN, LEAVE, ROOM, create_room, history, user_rooms

@@ -176,7 +176,7 @@ def test_page_size_cap(first: int) -> None:
 
 
 def test_negative_page_size_is_bad_input() -> None:
-    from gateway.graph.errors import BadUserInput
+    from gateway.errors import BadUserInput
     from gateway.graph.pagination import decode_cursor, page_size
 
     with pytest.raises(BadUserInput) as raised:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from gateway.db.timeline import Position
-from gateway.graph.errors import BadUserInput
+from gateway.errors import BadUserInput
 from gateway.graph.pagination import decode_cursor, decode_position, encode_cursor
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1

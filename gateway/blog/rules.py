@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from gateway.errors import BadUserInput
 from gateway.graph import validation
-from gateway.graph.errors import BadUserInput
 
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SLUG_MAX = 100

@@ -10,16 +10,17 @@ from strawberry.types import Info
 
 from gateway.blog import rules
 from gateway.blog.comment_store import CommentRecord, CommentStore
-from gateway.blog.cursors import timeline_position
-from gateway.blog.loaders import comment_count_loader, post_loader
+from gateway.blog.cursors import author_cursor, author_position, timeline_position
+from gateway.blog.loaders import comment_count_loader, post_count_loader, post_loader
 from gateway.blog.store import ALL_POSTS, PostDraft, PostRecord, PostStore, PostSummary
+from gateway.errors import Conflict, NotFound
 from gateway.graph.context import context_of
-from gateway.graph.errors import Conflict, NotFound
 from gateway.graph.pagination import Connection, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.users.schema import User, require_user, users_by_login
 
 POSTS_PAGE = 10
+AUTHOR_POSTS_PAGE = 10
 COMMENTS_PAGE = 50
 
 
@@ -117,28 +118,28 @@ class Post:
     # awaitable (which graphql-core awaits), so a prefetched list needs no
     # awaitable per item.
 
-    @strawberry.field
-    def body(self, info: Info) -> str:
+    @strawberry.field(graphql_type=str)
+    def body(self, info: Info) -> str | Awaitable[str]:
         if self._body is not None:
             return self._body
-        return self._load_body(info)  # type: ignore[return-value]
+        return self._load_body(info)
 
     async def _load_body(self, info: Info) -> str:
         record = await context_of(info).loader(post_loader).load(self.slug)
         self._body = record.body if record else ""
         return self._body
 
-    @strawberry.field
-    def author(self, info: Info) -> User:
+    @strawberry.field(graphql_type=User)
+    def author(self, info: Info) -> User | Awaitable[User]:
         if self._author_user is not None:
             return self._author_user
-        return require_user(info, self._author)  # type: ignore[return-value]
+        return require_user(info, self._author)
 
-    @strawberry.field
-    def comment_count(self, info: Info) -> int:
+    @strawberry.field(graphql_type=int)
+    def comment_count(self, info: Info) -> int | Awaitable[int]:
         if self._comment_count is not None:
             return self._comment_count
-        return context_of(info).loader(comment_count_loader).load(self.slug)  # type: ignore[return-value]
+        return context_of(info).loader(comment_count_loader).load(self.slug)
 
     @strawberry.field(description="Oldest first.")
     async def comments(
@@ -229,3 +230,27 @@ class BlogMutation:
             raise NotFound(f"No post '{key}'.")
         record = await context.store(CommentStore).add(key, name=name, email=email, text=text)
         return Comment.of(record)
+
+
+@strawberry.type
+class BlogUser:
+    """``User.postCount`` and ``User.posts``, joined onto ``User`` at the composition root."""
+
+    login: strawberry.Private[str]
+
+    @strawberry.field(description="How many posts this user has published.")
+    async def post_count(self, info: Info) -> int:
+        return await context_of(info).loader(post_count_loader).load(self.login)
+
+    @strawberry.field(description="This user's posts, newest first.")
+    async def posts(
+        self, info: Info, first: int | None = AUTHOR_POSTS_PAGE, after: str | None = None
+    ) -> Connection[Post]:
+        size = page_size(info, first, AUTHOR_POSTS_PAGE)
+        past = author_position(after)
+        store = context_of(info).store(PostStore)
+        posts, has_next = await store.by_author(self.login, first=size, after=past)
+        nodes = await Post.list_of(info, posts)
+        return Connection.of(
+            [(author_cursor(post.id), node) for post, node in zip(posts, nodes, strict=True)], has_next
+        )

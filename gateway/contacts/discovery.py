@@ -30,8 +30,8 @@ from gateway.contacts.identities import Identity
 from gateway.contacts.store import BookEntry, ContactStore, LinkedIdentity
 from gateway.db import clock
 from gateway.db.session import Database
+from gateway.errors import BadUserInput, Conflict
 from gateway.graph import validation
-from gateway.graph.errors import BadUserInput, Conflict
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)

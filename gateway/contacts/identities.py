@@ -24,7 +24,7 @@ import hmac
 import re
 from dataclasses import dataclass
 
-from gateway.graph.errors import BadUserInput
+from gateway.errors import BadUserInput
 from gateway.graph.validation import EMAIL
 
 NETWORKS: tuple[str, ...] = ("tel", "email", "fb")

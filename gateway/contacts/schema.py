@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncGenerator, Mapping
 from datetime import datetime
 
@@ -10,15 +9,14 @@ import strawberry
 from strawberry.types import Info
 
 from gateway.contacts import identities
+from gateway.contacts.cursors import contact_cursor, contact_position
 from gateway.contacts.discovery import ContactDirectory, Discovery, UploadedContact, contacts_channel
 from gateway.contacts.store import BookEntry, LinkedIdentity
+from gateway.errors import BadUserInput
 from gateway.graph.context import context_of
-from gateway.graph.errors import BadUserInput
-from gateway.graph.pagination import Connection, decode_cursor, encode_cursor, page_size
+from gateway.graph.pagination import Connection, page_size
 from gateway.graph.selection import selects
 from gateway.users.schema import User, load_users, users_by_login
-
-_HASH_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
 @strawberry.type(
@@ -88,20 +86,6 @@ class ContactInput:
     name: str | None = None
 
 
-def _contact_cursor(entry: BookEntry) -> str:
-    return encode_cursor({"n": entry.network, "h": entry.identity_hash.hex()})
-
-
-def _decode_contact_cursor(after: str | None) -> tuple[str, bytes] | None:
-    payload = decode_cursor(after)
-    if payload is None:
-        return None
-    network, digest = payload.get("n"), payload.get("h")
-    if network not in identities.NETWORKS or not isinstance(digest, str) or not _HASH_HEX.match(digest):
-        raise BadUserInput("after", "Invalid cursor.")
-    return network, bytes.fromhex(digest)
-
-
 @strawberry.type
 class ContactsMe:
     login: strawberry.Private[str]
@@ -124,14 +108,14 @@ class ContactsMe:
     ) -> Connection[Contact]:
         size = page_size(info, first, 50)
         only = identities.network(network) if network is not None else None
-        position = _decode_contact_cursor(after)
+        position = contact_position(after)
         if only is not None and position is not None and position[0] != only:
             raise BadUserInput("after", "This cursor belongs to another network.")
         directory = context_of(info).store(ContactDirectory)
         entries, has_next = await directory.store.page(self.login, network=only, after=position, limit=size)
         contacts = await Contact.list_of(info, entries)
         return Connection.of(
-            [(_contact_cursor(e), c) for e, c in zip(entries, contacts, strict=True)], has_next
+            [(contact_cursor(e), c) for e, c in zip(entries, contacts, strict=True)], has_next
         )
 
 

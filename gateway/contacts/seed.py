@@ -12,7 +12,7 @@ import logging
 
 from gateway.contacts.discovery import ContactDirectory, UploadedContact
 from gateway.db.session import Database
-from gateway.graph.errors import Conflict
+from gateway.errors import Conflict
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)

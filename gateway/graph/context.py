@@ -17,7 +17,7 @@ from strawberry.dataloader import DataLoader
 from strawberry.types import Info
 
 from gateway.db.session import Database, RequestMetrics
-from gateway.graph.errors import Unauthenticated
+from gateway.errors import Unauthenticated
 from gateway.graph.pubsub import PubSub
 from gateway.settings import Settings
 

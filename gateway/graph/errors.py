@@ -1,9 +1,11 @@
 """The contract's error codes, and the extension that applies them.
 
-Resolvers raise :class:`GatewayError` subclasses. After each operation,
+Resolvers, services and rules raise the domain's errors (``gateway/errors.py``),
+and the GraphQL layer its own :class:`QueryTooComplex`. After each operation,
 :class:`ErrorCodes` turns every error into one a client can act on:
 
-- ``GatewayError``: its code (and ``field`` for bad input), message kept;
+- a ``GatewayError``: the code of its class (``CODES``), its ``field`` if any,
+  message kept;
 - ``CassandraUnavailable`` from the db layer: ``UNAVAILABLE``;
 - GraphQL syntax / validation / variable errors: kept, with a code;
 - anything else: masked as ``INTERNAL_SERVER_ERROR`` with a request id, and the
@@ -22,48 +24,31 @@ from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
 
 from gateway.db.session import CassandraUnavailable
+from gateway.errors import BadUserInput, Conflict, Forbidden, GatewayError, NotFound, Unauthenticated
 
 log = logging.getLogger("gateway.errors")
 
 
-class GatewayError(Exception):
-    code = "INTERNAL_SERVER_ERROR"
-
-    def __init__(self, message: str, **extensions: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.extensions = {"code": self.code, **extensions}
-
-
-class BadUserInput(GatewayError):
-    code = "BAD_USER_INPUT"
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message, field=field)
-        self.field = field
-
-
-class Unauthenticated(GatewayError):
-    code = "UNAUTHENTICATED"
-
-    def __init__(self, message: str = "You must be signed in.") -> None:
-        super().__init__(message)
-
-
-class Forbidden(GatewayError):
-    code = "FORBIDDEN"
-
-
-class NotFound(GatewayError):
-    code = "NOT_FOUND"
-
-
-class Conflict(GatewayError):
-    code = "CONFLICT"
-
-
 class QueryTooComplex(GatewayError):
-    code = "QUERY_TOO_COMPLEX"
+    """A request over the limits on how much one query may ask for."""
+
+
+#: The code of each error class; a subclass without its own entry takes its base's.
+CODES: dict[type[GatewayError], str] = {
+    BadUserInput: "BAD_USER_INPUT",
+    Unauthenticated: "UNAUTHENTICATED",
+    Forbidden: "FORBIDDEN",
+    NotFound: "NOT_FOUND",
+    Conflict: "CONFLICT",
+    QueryTooComplex: "QUERY_TOO_COMPLEX",
+    GatewayError: "INTERNAL_SERVER_ERROR",
+}
+
+
+def extensions_of(error: GatewayError) -> dict[str, Any]:
+    """``extensions`` for a client: the code of ``error``'s class, and its field if any."""
+    code = next(CODES[cls] for cls in type(error).__mro__ if cls in CODES)
+    return {"code": code} if error.field is None else {"code": code, "field": error.field}
 
 
 UNAVAILABLE_MESSAGE = "Cassandra is unavailable right now; retrying later is safe."
@@ -75,7 +60,7 @@ def classify(error: GraphQLError, request_id: str) -> GraphQLError:
     extensions: dict[str, Any]
     message = error.message
     if isinstance(original, GatewayError):
-        extensions = dict(original.extensions)
+        extensions = extensions_of(original)
         message = original.message
     elif isinstance(original, CassandraUnavailable):
         log.warning("request %s: Cassandra unavailable: %s", request_id, original)
@@ -141,4 +126,8 @@ class ErrorCodeSchema(strawberry.Schema):
         return result
 
     def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
-        return None
+        """Give domain errors their code as soon as Strawberry sees them: a
+        subscription's errors reach the client without passing :class:`ErrorCodes`."""
+        for error in errors:
+            if isinstance(error.original_error, GatewayError):
+                error.extensions = extensions_of(error.original_error)

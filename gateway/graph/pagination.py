@@ -20,7 +20,8 @@ import strawberry
 from strawberry.types import Info
 
 from gateway.db.timeline import Position
-from gateway.graph.errors import BadUserInput, QueryTooComplex
+from gateway.errors import BadUserInput
+from gateway.graph.errors import QueryTooComplex
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gateway.graph.errors import BadUserInput
+from gateway.errors import BadUserInput
 
 LOGIN = re.compile(r"^[a-z0-9][a-z0-9_.-]{2,29}$")
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"

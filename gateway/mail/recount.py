@@ -7,8 +7,8 @@ import sys
 from uuid import UUID
 
 from gateway.db.session import Database
+from gateway.errors import BadUserInput
 from gateway.graph import validation
-from gateway.graph.errors import BadUserInput
 from gateway.mail.records import FolderEntry, Placement
 from gateway.mail.store import MailStore
 from gateway.settings import Settings

@@ -7,14 +7,13 @@ import logging
 from uuid import UUID
 
 from aiohttp import web
-from strawberry.aiohttp.views import GraphQLView
 
 from gateway.db.session import CassandraUnavailable
 from gateway.graph.context import Services, bearer_token
 from gateway.mail.attachments import AttachmentStore
 from gateway.mail.names import content_disposition
 from gateway.mail.store import MailStore
-from gateway.mail.uploads import UPLOAD_SINK, StreamingUploadAdapter, UploadSink, discard_unclaimed_uploads
+from gateway.mail.uploads import UPLOAD_SINK, UploadSink, discard_unclaimed_uploads
 
 log = logging.getLogger(__name__)
 
@@ -24,26 +23,11 @@ MAIL_SERVICES = web.AppKey("mail_services", Services)
 PREFETCH_CHUNKS = 1
 
 
-def install(app: web.Application) -> None:
-    """Add the download route and make ``/graphql`` stream uploads into Cassandra.
-
-    Call after the ``/graphql`` view is routed and the services are set.
-    """
-    from gateway.app import SERVICES
-
-    services = app[SERVICES]
+def install(app: web.Application, services: Services) -> None:
+    """Add the download route, and the upload sink and clean-up that
+    :class:`StreamingUploadAdapter` (the ``/graphql`` view's request adapter) relies on."""
     app[MAIL_SERVICES] = services
     app[UPLOAD_SINK] = UploadSink(services.store(AttachmentStore), services.authenticate)
-    views = [
-        route.handler
-        for route in app.router.routes()
-        if isinstance(route.handler, GraphQLView) and route.resource is not None
-        and route.resource.canonical == "/graphql"
-    ]
-    if not views:
-        raise RuntimeError("mail.routes.install: route /graphql before installing mail")
-    for view in views:
-        view.request_adapter_class = StreamingUploadAdapter  # type: ignore[assignment]
     app.middlewares.append(discard_unclaimed_uploads)
     app.router.add_get("/attachments/{email_id}/{filename}", download)
 

@@ -2,7 +2,8 @@
 
 Strawberry's aiohttp view reads every uploaded file whole into a ``BytesIO``
 before the operation runs, so one 25 MB attachment costs 25 MB of gateway
-memory. :class:`StreamingUploadAdapter` replaces the view's request adapter:
+memory. :class:`StreamingUploadAdapter` is the view's request adapter instead
+(``gateway/app.py`` builds the view with it):
 it reads the multipart body itself, keeps the small ``operations`` and ``map``
 fields, and pipes each file part straight into ``attachment_chunks`` one
 1000 KiB chunk at a time. Resolvers receive a :class:`StoredUpload` (what was
@@ -27,8 +28,7 @@ from uuid import UUID
 
 from aiohttp import web
 from aiohttp.multipart import BodyPartReader
-from cross_web import AiohttpHTTPRequestAdapter
-from cross_web.request._base import FormData
+from cross_web import AiohttpHTTPRequestAdapter, FormData
 
 from gateway.db.clock import new_timeuuid
 from gateway.graph.context import bearer_token

@@ -2,27 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
 from datetime import datetime
 from typing import Annotated
 
 import strawberry
 from strawberry.types import Info
 
-from gateway.graph import validation
+from gateway.errors import NotFound
 from gateway.graph.context import context_of
-from gateway.graph.errors import BadUserInput, NotFound
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
+from gateway.messenger import rules
 from gateway.messenger.events import message_events, publish_message
 from gateway.messenger.loaders import partner_loader
 from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
 from gateway.messenger.store import MessengerStore
 from gateway.users.loaders import user_loader
-from gateway.users.schema import User, load_user, require_user, users_by_login
+from gateway.users.schema import (
+    Prefetched,
+    User,
+    prefetched_user,
+    prefetched_user_or_none,
+    require_user,
+    users_by_login,
+)
 
-CONTENT_MAX = 4000
-CLIENT_MESSAGE_ID_MAX = 100
 MESSAGES_PAGE = 50
 
 WithArgument = Annotated[str, strawberry.argument(name="with", description="The other user's login.")]
@@ -38,10 +43,10 @@ class DirectMessage:
     )
     _record: strawberry.Private[MessageRecord]
     #: Users prefetched by the page resolver; None: not prefetched.
-    _users: strawberry.Private[dict[str, User] | None] = None
+    _users: strawberry.Private[Prefetched] = None
 
     @classmethod
-    def of(cls, record: MessageRecord, users: dict[str, User] | None = None) -> DirectMessage:
+    def of(cls, record: MessageRecord, users: Prefetched = None) -> DirectMessage:
         return cls(
             id=strawberry.ID(str(record.id)),
             content=record.content,
@@ -55,13 +60,13 @@ class DirectMessage:
     # graphql-core awaits: a page resolved from prefetched users needs no
     # awaitable per message.
 
-    @strawberry.field
-    def sender(self, info: Info) -> User:
-        return _user(info, self._users, self._record.sender)
+    @strawberry.field(graphql_type=User)
+    def sender(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._record.sender)
 
-    @strawberry.field
-    def recipient(self, info: Info) -> User:
-        return _user(info, self._users, self._record.recipient)
+    @strawberry.field(graphql_type=User)
+    def recipient(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._record.recipient)
 
     @strawberry.field(
         description="The key the sender's client sent it with (to match an optimistic update); "
@@ -130,28 +135,26 @@ class TalkPartner:
 
     _record: strawberry.Private[PartnerRecord]
     #: Users prefetched by the list resolver; None: not prefetched.
-    _users: strawberry.Private[dict[str, User] | None]
+    _users: strawberry.Private[Prefetched]
 
     # The user fields return the prefetched user, or an awaitable that graphql-core
     # awaits. They are declared as annotated fields to keep the schema's field order.
 
-    def _partner(self, info: Info) -> User:
-        return _user(info, self._users, self._record.partner)
+    def _partner(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._record.partner)
 
-    def _last_message_sender(self, info: Info) -> User | None:
+    def _last_message_sender(self, info: Info) -> User | Awaitable[User | None] | None:
         last = self._record.last_message
-        if last is None:
-            return None
-        if self._users is not None and last.sender in self._users:
-            return self._users[last.sender]
-        return load_user(info, last.sender)  # type: ignore[return-value]  # awaited by graphql-core
+        return prefetched_user_or_none(info, self._users, last.sender if last else None)
 
-    partner: User = strawberry.field(resolver=_partner)
+    partner: User = strawberry.field(resolver=_partner, graphql_type=User)
     last_message: str | None
     last_message_at: datetime | None
     last_message_id: strawberry.ID | None
     last_message_sender: User | None = strawberry.field(
-        resolver=_last_message_sender, description="Who wrote the last message (you or the partner)."
+        resolver=_last_message_sender,
+        graphql_type=User | None,
+        description="Who wrote the last message (you or the partner)."
     )
     unread_count: int = strawberry.field(description="Messages from the partner you have not read.")
     unread_since: datetime | None = strawberry.field(
@@ -160,7 +163,7 @@ class TalkPartner:
     conversation: Conversation
 
     @classmethod
-    def of(cls, record: PartnerRecord, users: dict[str, User] | None = None) -> TalkPartner:
+    def of(cls, record: PartnerRecord, users: Prefetched = None) -> TalkPartner:
         last = record.last_message
         return cls(
             _record=record,
@@ -186,18 +189,9 @@ class TalkPartner:
         return [cls.of(record, users) for record in records]
 
 
-def _user(info: Info, users: dict[str, User] | None, login: str) -> User:
-    """The prefetched user, or an awaitable of it (graphql-core awaits it)."""
-    if users is not None and login in users:
-        return users[login]
-    return require_user(info, login)  # type: ignore[return-value]
-
-
 async def _other_user(info: Info, viewer: str, login: str, field: str) -> str:
     """``login`` validated: well-formed, not the viewer, an existing user."""
-    other = validation.login(login, field)
-    if other == viewer:
-        raise BadUserInput(field, f"`{field}` must be another user, not yourself.")
+    other = rules.other_login(login, viewer, field)
     # Both users in one read; the response's sender/recipient fields reuse it.
     found = await context_of(info).loader(user_loader).load_many([viewer, other])
     if found[1] is None:
@@ -231,12 +225,8 @@ class MessengerMutation:
     ) -> DirectMessage:
         context = context_of(info)
         sender = await context.require_viewer()
-        text = validation.text(content, "content", max_len=CONTENT_MAX)
-        key = None
-        if client_message_id is not None:
-            key = validation.text(
-                client_message_id, "clientMessageId", max_len=CLIENT_MESSAGE_ID_MAX, trim=False
-            )
+        text = rules.content(content)
+        key = rules.client_message_id(client_message_id)
         recipient = await _other_user(info, sender, to, "to")
         sent = await context.store(MessengerStore).send(sender, recipient, text, key)
         if sent.stored_now:

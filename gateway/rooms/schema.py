@@ -2,58 +2,44 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Awaitable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry.types import Info
 
+from gateway.errors import BadUserInput, Forbidden, NotFound
 from gateway.graph.context import Context, context_of
-from gateway.graph.errors import BadUserInput, Forbidden, NotFound
 from gateway.graph.pagination import (
-    MAX_PAGE_SIZE,
     Connection,
-    decode_cursor,
     decode_position,
-    encode_cursor,
     page_size,
     position_cursor,
 )
 from gateway.graph.selection import selects
 from gateway.rooms import rules
-from gateway.rooms.actions import RoomActions
+from gateway.rooms.cursors import scan_cursor, scan_position
 from gateway.rooms.events import RoomEvent, room_channel
 from gateway.rooms.history import RoomHistory, RoomMessageRecord
 from gateway.rooms.loaders import room_loader
-from gateway.rooms.paging_state import InvalidPagingState, checked_paging_state
-from gateway.rooms.store import SCAN_DRIFT, RoomRecord, RoomStore, ScanPosition
-
-if TYPE_CHECKING:
-    from gateway.users.schema import User
-
-LazyUser = Annotated["User", strawberry.lazy("gateway.users.schema")]
-
-
-async def users_by_login(info: Info, logins: Iterable[str]) -> dict[str, User]:
-    """``gateway.users.schema.users_by_login``, imported late: the users schema
-    imports this domain's ``User.rooms`` mixin."""
-    from gateway.users.schema import users_by_login as load
-
-    return await load(info, logins)
+from gateway.rooms.paging_state import InvalidPagingState
+from gateway.rooms.service import RoomService
+from gateway.rooms.store import RoomRecord, RoomStore
+from gateway.users.schema import (
+    Prefetched,
+    User,
+    prefetched_user,
+    prefetched_user_or_none,
+    prefetched_users,
+    users_by_login,
+)
 
 ROOMS_PAGE = 20
 MESSAGES_PAGE = 50
-#: The largest offset a ``rooms`` cursor is accepted with. Real ones stay within a
-#: few pages plus drift from their paging state; far larger ones are forged and
-#: would only make the scan read (and skip) more rows.
-MAX_SCAN_OFFSET = 10 * MAX_PAGE_SIZE + SCAN_DRIFT
 
 
-def actions(context: Context) -> RoomActions:
-    return RoomActions(
+def service(context: Context) -> RoomService:
+    return RoomService(
         context.db, context.store(RoomStore), context.store(RoomHistory), context.pubsub
     )
 
@@ -63,38 +49,26 @@ class Room:
     """Fields known from the record are filled at construction: plain attributes resolve
     on Strawberry's fast path."""
 
-    # The user fields are plain resolvers that return either the prefetched value or
-    # an awaitable (which graphql-core awaits): a list resolved from prefetched users
-    # then needs no awaitable per item.
+    def _creator(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._record.creator_login)
 
-    def _creator(self, info: Info) -> User:
-        from gateway.users.schema import require_user
-
-        login = self._record.creator_login
-        if self._users is not None and login in self._users:
-            return self._users[login]
-        return require_user(info, login)  # type: ignore[return-value]
-
-    def _participants(self, info: Info) -> list[User]:
-        from gateway.users.schema import load_users
-
-        logins = sorted(self._record.participants)
-        if self._users is not None and all(login in self._users for login in logins):
-            return [self._users[login] for login in logins]
-        return load_users(info, logins)  # type: ignore[return-value]
+    def _participants(self, info: Info) -> list[User] | Awaitable[list[User]]:
+        return prefetched_users(info, self._users, sorted(self._record.participants))
 
     name: str
     banner: str | None
     created_at: datetime
-    creator: LazyUser = strawberry.field(resolver=_creator)
-    participants: list[LazyUser] = strawberry.field(resolver=_participants, description="Ordered by login.")
+    creator: User = strawberry.field(resolver=_creator, graphql_type=User)
+    participants: list[User] = strawberry.field(
+        resolver=_participants, graphql_type=list[User], description="Ordered by login."
+    )
     participant_count: int
     _record: strawberry.Private[RoomRecord]
-    #: Users prefetched by a list resolver (``users_by_login``); None: not prefetched.
-    _users: strawberry.Private[dict[str, User] | None] = None
+    #: Users prefetched by ``list_of``.
+    _users: strawberry.Private[Prefetched] = None
 
     @classmethod
-    def of(cls, record: RoomRecord, users: dict[str, User] | None = None) -> Room:
+    def of(cls, record: RoomRecord, users: Prefetched = None) -> Room:
         return cls(
             name=record.name,
             banner=record.banner,
@@ -157,10 +131,10 @@ class RoomMessage:
     room: Room = strawberry.field(description="The room as it stood when the message was read or delivered.")
     _author_login: strawberry.Private[str | None]
     #: Authors prefetched by the page resolver; None: not prefetched.
-    _authors: strawberry.Private[dict[str, User] | None] = None
+    _authors: strawberry.Private[Prefetched] = None
 
     @classmethod
-    def of(cls, record: RoomMessageRecord, room: Room, authors: dict[str, User] | None = None) -> RoomMessage:
+    def of(cls, record: RoomMessageRecord, room: Room, authors: Prefetched = None) -> RoomMessage:
         return cls(
             id=strawberry.ID(str(record.id)),
             content=record.content,
@@ -171,44 +145,9 @@ class RoomMessage:
             _authors=authors,
         )
 
-    @strawberry.field(description="Null for system messages.")
-    def author(self, info: Info) -> LazyUser | None:
-        from gateway.users.schema import load_user
-
-        login = self._author_login
-        if login is None:
-            return None
-        if self._authors is not None and login in self._authors:
-            return self._authors[login]
-        return load_user(info, login)  # type: ignore[return-value]  # awaited by graphql-core
-
-
-def _scan_cursor(position: ScanPosition) -> str:
-    """The paging state (base64), and for a room inside a page its offset and name."""
-    state = position.paging_state
-    encoded = base64.urlsafe_b64encode(state).decode().rstrip("=") if state is not None else None
-    return encode_cursor({"p": encoded, "o": position.offset, "n": position.name})
-
-
-def _decode_scan_cursor(cursor: str | None) -> ScanPosition | None:
-    payload = decode_cursor(cursor)
-    if payload is None:
-        return None
-    state, offset, name = payload.get("p"), payload.get("o"), payload.get("n")
-    if (
-        not isinstance(offset, int)
-        or isinstance(offset, bool)
-        or not 0 <= offset <= MAX_SCAN_OFFSET
-        or not (state is None or isinstance(state, str))
-        or not (name is None or isinstance(name, str))
-    ):
-        raise BadUserInput("after", "Invalid cursor.")
-    try:
-        raw = base64.urlsafe_b64decode(state + "=" * (-len(state) % 4)) if state else None
-        paging_state = checked_paging_state(raw, rules.ROOM_NAME) if raw is not None else None
-    except (binascii.Error, InvalidPagingState) as exc:
-        raise BadUserInput("after", "Invalid cursor.") from exc
-    return ScanPosition(paging_state, offset, name)
+    @strawberry.field(description="Null for system messages.", graphql_type=User | None)
+    def author(self, info: Info) -> User | Awaitable[User | None] | None:
+        return prefetched_user_or_none(info, self._authors, self._author_login)
 
 
 @strawberry.type
@@ -230,7 +169,7 @@ class RoomQuery:
         self, info: Info, first: int | None = ROOMS_PAGE, after: str | None = None
     ) -> Connection[Room]:
         size = page_size(info, first, ROOMS_PAGE)
-        start = _decode_scan_cursor(after)
+        start = scan_position(after)
         if size == 0:
             return Connection.empty()
         try:
@@ -240,7 +179,7 @@ class RoomQuery:
         found = [(pos, record) for pos, record in page.rooms if record is not None]
         rooms = await Room.list_of(info, [record for _, record in found])
         return Connection.of(
-            [(_scan_cursor(pos), room) for (pos, _), room in zip(found, rooms, strict=True)], page.has_next
+            [(scan_cursor(pos), room) for (pos, _), room in zip(found, rooms, strict=True)], page.has_next
         )
 
 
@@ -250,20 +189,20 @@ class RoomMutation:
     async def create_room(self, info: Info, name: str, banner: str | None = None) -> Room:
         context = context_of(info)
         viewer = await context.require_viewer()
-        record = await actions(context).create(viewer, rules.room_name(name), rules.banner(banner))
+        record = await service(context).create(viewer, rules.room_name(name), rules.banner(banner))
         return Room.of(record)
 
     @strawberry.mutation(description="Join a room; joining twice is harmless. NOT_FOUND if it is gone.")
     async def join_room(self, info: Info, name: str) -> Room:
         context = context_of(info)
         viewer = await context.require_viewer()
-        return Room.of(await actions(context).join(viewer, rules.room_name(name)))
+        return Room.of(await service(context).join(viewer, rules.room_name(name)))
 
     @strawberry.mutation(description="Leave a room; false when you were not in it.")
     async def leave_room(self, info: Info, name: str) -> bool:
         context = context_of(info)
         viewer = await context.require_viewer()
-        return await actions(context).leave(viewer, rules.room_name(name))
+        return await service(context).leave(viewer, rules.room_name(name))
 
     @strawberry.mutation(
         description="Delete a room you created: it leaves every participant's rooms and its history "
@@ -273,13 +212,13 @@ class RoomMutation:
     async def delete_room(self, info: Info, name: str) -> bool:
         context = context_of(info)
         viewer = await context.require_viewer()
-        return await actions(context).delete(viewer, rules.room_name(name))
+        return await service(context).delete(viewer, rules.room_name(name))
 
     @strawberry.mutation(description="Post in a room you are in. FORBIDDEN unless you are a participant.")
     async def post_room_message(self, info: Info, room: str, content: str) -> RoomMessage:
         context = context_of(info)
         viewer = await context.require_viewer()
-        message, record = await actions(context).post(
+        message, record = await service(context).post(
             viewer, rules.room_name(room, "room"), rules.content(content)
         )
         return RoomMessage.of(message, Room.of(record))
@@ -310,3 +249,27 @@ class RoomSubscription:
                 yield RoomMessage.of(event.message, Room.of(event.room))
                 if event.ends_subscription_of(viewer):
                     return
+
+
+@strawberry.type
+class RoomUser:
+    """``User.rooms``, joined onto ``User`` at the composition root."""
+
+    login: strawberry.Private[str]
+
+    @strawberry.field(
+        description="The rooms this user is in, by name. Rooms that no longer exist are never listed."
+    )
+    async def rooms(self, info: Info) -> list[Room]:
+        context = context_of(info)
+        store = context.store(RoomStore)
+        memberships = await store.memberships(self.login)
+        records = await context.loader(room_loader).load_many([m.room_name for m in memberships])
+        current: list[RoomRecord] = []
+        for membership, record in zip(memberships, records, strict=True):
+            if record is not None and self.login in record.participants:
+                current.append(record)
+            else:
+                # Left behind by a deletion (or a leave) that a reader saw half done.
+                await store.forget_stale_membership(self.login, membership)
+        return await Room.list_of(info, current)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from gateway.db.session import Database
-from gateway.graph.errors import Conflict
+from gateway.errors import Conflict
 from gateway.graph.pubsub import InProcessPubSub
-from gateway.rooms.actions import RoomActions
 from gateway.rooms.history import RoomHistory
+from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomStore
 from gateway.settings import Settings
 
@@ -38,19 +38,19 @@ DEMO_ROOMS: list[tuple[str, str, str, list[str], list[tuple[str, str]]]] = [
 async def seed_rooms(db: Database, settings: Settings) -> list[str]:
     """Create the demo rooms that do not exist yet (with their first messages) and make
     sure the demo users are in them; returns the names created."""
-    actions = RoomActions(db, RoomStore(db, settings), RoomHistory(db, settings), InProcessPubSub())
+    service = RoomService(db, RoomStore(db, settings), RoomHistory(db, settings), InProcessPubSub())
     created = []
     for name, banner, creator, joiners, messages in DEMO_ROOMS:
         try:
-            await actions.create(creator, name, banner)
+            await service.create(creator, name, banner)
         except Conflict:
             is_new = False
         else:
             is_new = True
             created.append(name)
         for login in joiners:
-            await actions.join(login, name)
+            await service.join(login, name)
         if is_new:
             for author, content in messages:
-                await actions.post(author, name, content)
+                await service.post(author, name, content)
     return created

@@ -2,31 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from datetime import datetime
 
 import strawberry
 from strawberry.types import Info
 
-from gateway.blog.user_fields import BlogUserFields
 from gateway.db import clock
+from gateway.errors import Conflict, NotFound, Unauthenticated
 from gateway.graph import validation
 from gateway.graph.context import context_of
-from gateway.graph.errors import BadUserInput, Conflict, NotFound, Unauthenticated
-from gateway.rooms.user_fields import UserRooms
+from gateway.users import rules
 from gateway.users.loaders import user_loader
 from gateway.users.passwords import hash_password, verify_password
 from gateway.users.store import SessionStore, UserRecord, UserStore
 
-NAME_MAX = 100
-BIO_MAX = 2000
-PASSWORD_MIN = 8
-PASSWORD_MAX = 128
 WRONG_CREDENTIALS = "Wrong login or password."
 
 
 @strawberry.type(description="A registered user.")
-class User(UserRooms, BlogUserFields):
+class User:
+    """The fields other domains add (``rooms``, ``posts`` ...) are joined onto this
+    type at the composition root, ``gateway/schema.py``."""
+
     login: str
     firstname: str
     lastname: str
@@ -79,6 +77,43 @@ async def require_user(info: Info, login: str) -> User:
     return user
 
 
+#: Users a list resolver loaded for its items in one batch, by login; None: nothing prefetched.
+Prefetched = Mapping[str, User] | None
+
+# The helpers below serve the plain (not async) resolvers of list items: they
+# return the prefetched value itself, or an awaitable that graphql-core awaits, so
+# a list resolved from prefetched users needs no awaitable per item. Such a
+# resolver declares its GraphQL type with ``graphql_type=``.
+
+
+def prefetched_user(info: Info, prefetched: Prefetched, login: str) -> User | Awaitable[User]:
+    """``login``'s user, which must exist: from ``prefetched``, or loaded."""
+    if prefetched is not None and login in prefetched:
+        return prefetched[login]
+    return require_user(info, login)
+
+
+def prefetched_user_or_none(
+    info: Info, prefetched: Prefetched, login: str | None
+) -> User | Awaitable[User | None] | None:
+    """``login``'s user (None without a login or a user): from ``prefetched``, or loaded."""
+    if login is None:
+        return None
+    if prefetched is not None and login in prefetched:
+        return prefetched[login]
+    return load_user(info, login)
+
+
+def prefetched_users(
+    info: Info, prefetched: Prefetched, logins: Sequence[str]
+) -> list[User] | Awaitable[list[User]]:
+    """The users of ``logins`` in order, skipping missing ones: from ``prefetched`` when
+    it has them all, or loaded."""
+    if prefetched is not None and all(login in prefetched for login in logins):
+        return [prefetched[login] for login in logins]
+    return load_users(info, logins)
+
+
 @strawberry.type
 class AuthPayload:
     token: str
@@ -104,14 +139,6 @@ class ProfileInput:
     bio: str | None = strawberry.UNSET
 
 
-def _password(value: str) -> str:
-    if len(value) < PASSWORD_MIN:
-        raise BadUserInput("password", f"`password` must be at least {PASSWORD_MIN} characters.")
-    if len(value) > PASSWORD_MAX:
-        raise BadUserInput("password", f"`password` must be at most {PASSWORD_MAX} characters.")
-    return value
-
-
 async def _start_session(info: Info, record: UserRecord) -> AuthPayload:
     context = context_of(info)
     session = await context.store(SessionStore).create(record.login)
@@ -123,11 +150,8 @@ async def _start_session(info: Info, record: UserRecord) -> AuthPayload:
 class UserQuery:
     @strawberry.field(description="A user by login; null when there is none.")
     async def user(self, info: Info, login: str) -> User | None:
-        try:
-            key = validation.login(login)
-        except BadUserInput:
-            return None
-        return await load_user(info, key)
+        key = rules.login_or_none(login)
+        return await load_user(info, key) if key else None
 
 
 @strawberry.type
@@ -137,12 +161,12 @@ class UserMutation:
         context = context_of(info)
         record = UserRecord(
             login=validation.login(input.login, "login"),
-            firstname=validation.text(input.firstname, "firstname", max_len=NAME_MAX),
-            lastname=validation.text(input.lastname, "lastname", max_len=NAME_MAX),
+            firstname=rules.name(input.firstname, "firstname"),
+            lastname=rules.name(input.lastname, "lastname"),
             email=validation.email(input.email, "email"),
-            bio=validation.optional_text(input.bio, "bio", max_len=BIO_MAX) or "",
+            bio=rules.bio(input.bio),
             created_at=clock.now(),
-            password_hash=await hash_password(context.settings, _password(input.password)),
+            password_hash=await hash_password(context.settings, rules.password(input.password)),
         )
         if not await context.store(UserStore).create(record):
             raise Conflict(f"The login '{record.login}' is taken.", field="login")
@@ -151,10 +175,7 @@ class UserMutation:
     @strawberry.mutation(description="Sign in; one UNAUTHENTICATED error for any wrong login or password.")
     async def sign_in(self, info: Info, login: str, password: str) -> AuthPayload:
         context = context_of(info)
-        try:
-            key = validation.login(login)
-        except BadUserInput:
-            key = None
+        key = rules.login_or_none(login)
         record = await context.store(UserStore).get(key) if key else None
         ok = await verify_password(context.settings, record.password_hash if record else None, password)
         if not ok or record is None:
@@ -174,18 +195,14 @@ class UserMutation:
         context = context_of(info)
         login = await context.require_viewer()
         changes: dict[str, str] = {}
-        for name in ("firstname", "lastname"):
+        for name in rules.NAMES:
             value = getattr(input, name)
             if value is not strawberry.UNSET:
-                if value is None:
-                    raise BadUserInput(name, f"`{name}` cannot be null.")
-                changes[name] = validation.text(value, name, max_len=NAME_MAX)
+                changes[name] = rules.name(rules.not_null(value, name), name)
         if input.email is not strawberry.UNSET:
-            if input.email is None:
-                raise BadUserInput("email", "`email` cannot be null.")
-            changes["email"] = validation.email(input.email)
+            changes["email"] = validation.email(rules.not_null(input.email, "email"))
         if input.bio is not strawberry.UNSET:
-            changes["bio"] = validation.optional_text(input.bio, "bio", max_len=BIO_MAX) or ""
+            changes["bio"] = rules.bio(input.bio)
         store = context.store(UserStore)
         if not await store.update_profile(login, changes):
             raise NotFound("Your account no longer exists.")

@@ -9,8 +9,8 @@ import pytest
 
 from gateway.db import clock
 from gateway.db.timeline import Position
+from gateway.errors import BadUserInput
 from gateway.graph import validation
-from gateway.graph.errors import BadUserInput
 from gateway.graph.pagination import decode_cursor, decode_position, encode_cursor, position_cursor
 
 

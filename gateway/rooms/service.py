@@ -14,7 +14,7 @@ from gateway.db import clock
 from gateway.db.clock import new_timeuuid
 from gateway.db.lwt import compare_and_set
 from gateway.db.session import CassandraUnavailable, ContentionExhausted, Database
-from gateway.graph.errors import Conflict, Forbidden, NotFound
+from gateway.errors import Conflict, Forbidden, NotFound
 from gateway.graph.pubsub import PubSub
 from gateway.rooms.events import RoomEvent, RoomEventKind, room_channel
 from gateway.rooms.history import RoomHistory, RoomMessageRecord
@@ -43,7 +43,7 @@ def deleted_text(login: str) -> str:
     return f"{login} deleted the room"
 
 
-class RoomActions:
+class RoomService:
     def __init__(self, db: Database, rooms: RoomStore, history: RoomHistory, pubsub: PubSub) -> None:
         self.db = db
         self.rooms = rooms

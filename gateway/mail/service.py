@@ -1,0 +1,95 @@
+"""Mail's operations that span checks and stores: folders, sending, reading, moving.
+
+Emails are only ever visible to their sender and recipients: for anyone else an
+email that exists answers exactly as one that does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from uuid import UUID
+
+from gateway.db import clock
+from gateway.db.clock import new_timeuuid
+from gateway.errors import BadUserInput, Conflict, NotFound
+from gateway.mail.names import unique_filenames
+from gateway.mail.records import SYSTEM_FOLDERS, AttachmentRecord, EmailRecord, FolderRecord, Placement
+from gateway.mail.store import MailStore, NotInFolder
+from gateway.mail.uploads import StoredUpload
+from gateway.users.store import UserRecord
+
+MAX_FOLDERS = 100
+
+#: Looks logins up (in the request's batching loader): a record, or None, for each.
+FindUsers = Callable[[list[str]], Awaitable[Sequence[UserRecord | None]]]
+
+
+@dataclass(frozen=True)
+class MailService:
+    store: MailStore
+    find_users: FindUsers
+
+    async def create_folder(self, login: str, label: str, color: str) -> FolderRecord:
+        if label in SYSTEM_FOLDERS:
+            raise Conflict(f"You have a folder '{label}' already.", field="label")
+        if await self.store.count_folders(login) >= MAX_FOLDERS:
+            raise BadUserInput("label", f"You may have at most {MAX_FOLDERS} folders of your own.")
+        if not await self.store.create_folder(login, label, color, clock.now()):
+            raise Conflict(f"You have a folder '{label}' already.", field="label")
+        return FolderRecord(label, color)
+
+    async def visible_email(self, login: str, email_id: UUID | None) -> EmailRecord | None:
+        """The email when ``login`` sent or received it; None otherwise."""
+        if email_id is None:
+            return None
+        email = await self.store.email(email_id)
+        return email if email is not None and email.is_participant(login) else None
+
+    async def require_email(self, login: str, email_id: UUID) -> EmailRecord:
+        email = await self.visible_email(login, email_id)
+        if email is None:
+            raise NotFound("No such email.", field="id")
+        return email
+
+    async def send(
+        self, login: str, recipients: list[str], subject: str, body: str, uploads: list[StoredUpload]
+    ) -> tuple[EmailRecord, Placement]:
+        """Store the email, claim its uploads, file it in each inbox and in the sender's sent."""
+        found = await self.find_users(recipients)
+        unknown = [r for r, record in zip(recipients, found, strict=True) if record is None]
+        if unknown:
+            raise BadUserInput("to", f"No such user: {', '.join(unknown)}.")
+        names = unique_filenames(u.filename for u in uploads)
+        email = EmailRecord(
+            id=new_timeuuid(),
+            sender=login,
+            recipients=recipients,
+            subject=subject,
+            body=body,
+            attachments=[
+                AttachmentRecord(name, u.content_type, u.size, u.chunk_count, u.attachment_id)
+                for name, u in zip(names, uploads, strict=True)
+            ],
+        )
+        await self.store.store_email(email)
+        for upload in uploads:
+            upload.claimed = True  # the stored email refers to the chunks now
+        await self.store.deliver(email)
+        return email, Placement.delivered(email, login)
+
+    async def mark_read(self, login: str, email_id: UUID, read: bool) -> tuple[EmailRecord, Placement]:
+        email = await self.require_email(login, email_id)
+        return email, await self.store.set_read(login, email, read)
+
+    async def move(
+        self, login: str, email_id: UUID, source: str, target: str
+    ) -> tuple[EmailRecord, Placement]:
+        email = await self.require_email(login, email_id)
+        if await self.store.folder(login, target) is None:
+            raise NotFound(f"You have no folder '{target}'.", field="to")
+        try:
+            placement = await self.store.move(login, email, source, target)
+        except NotInFolder:
+            raise NotFound(f"The email is not in '{source}'.", field="from") from None
+        return email, placement
