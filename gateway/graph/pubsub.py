@@ -16,7 +16,9 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import Any, Literal, Protocol
 
-from gateway.graph.errors import GatewayError
+from gateway.errors import BrokerUnavailable
+
+__all__ = ["BrokerState", "BrokerUnavailable", "InProcessPubSub", "PubSub"]
 
 log = logging.getLogger(__name__)
 
@@ -24,16 +26,6 @@ _CLOSED = object()
 
 #: ``in-process``: no broker; ``ok``: the broker answers; ``unreachable``: it does not (yet).
 BrokerState = Literal["in-process", "ok", "unreachable"]
-
-
-class BrokerUnavailable(GatewayError):
-    """The broker is lost: a subscription cannot start, or ends. Clients resubscribe later;
-    nothing is lost meanwhile, since every event is also stored and can be queried."""
-
-    code = "UNAVAILABLE"
-
-    def __init__(self, message: str = "Live updates are unavailable right now; resubscribe later.") -> None:
-        super().__init__(message, retrySafe=True)
 
 
 class PubSub(Protocol):
