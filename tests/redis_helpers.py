@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections.abc import Iterator
 from dataclasses import replace
@@ -24,13 +25,22 @@ def free_port() -> int:
         return port
 
 
+@contextlib.contextmanager
+def redis_server(settings: Settings, home: Path) -> Iterator[RedisServer]:
+    """A Redis server of its own, on a free port, with its files in ``home``; stopped after."""
+    own = replace(settings, cassandra_home=home, redis_port=free_port())
+    server = RedisServer(own, progress=lambda _: None)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def private_redis(base_settings: Settings, tmp_path: Path) -> Iterator[RedisServer]:
-    settings = replace(base_settings, cassandra_home=tmp_path, redis_port=free_port())
-    server = RedisServer(settings, progress=lambda _: None)
-    server.start()
-    yield server
-    server.stop()
+    with redis_server(base_settings, tmp_path) as server:
+        yield server
 
 
 async def subscribers(url: str, channel: str) -> int:
