@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -115,14 +116,19 @@ async def healthz(_: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """503 while starting, draining, or without Cassandra. A lost broker shows as
+    """503 while starting, draining, or without Cassandra; ``inFlight`` counts the requests
+    being handled, ``pid`` names the process that answered. A lost broker shows as
     ``"broker": "unreachable"`` but keeps 200: queries and mutations still work, only
     live updates pause, and a broker shared by every process would otherwise take
     them all out of the load balancer at once."""
     app = request.app
     broker = app[SERVICES].pubsub.state
-    if app[DRAIN].draining:
-        return web.json_response({"status": "draining", "broker": broker}, status=503)
+    drain = app[DRAIN]
+    if drain.draining:
+        return web.json_response(
+            {"status": "draining", "broker": broker, "inFlight": drain.in_flight, "pid": os.getpid()},
+            status=503,
+        )
     if not app[READY].is_set():
         return web.json_response(
             {"status": "starting", "cassandra": "unreachable", "broker": broker}, status=503
@@ -134,9 +140,14 @@ async def readyz(request: web.Request) -> web.Response:
         return web.json_response(
             {"status": "unavailable", "cassandra": "unreachable", "broker": broker}, status=503
         )
-    return web.json_response(
-        {"status": "ready", "cassandra": "ok", "keyspace": db.keyspace, "broker": broker}
-    )
+    return web.json_response({
+        "status": "ready",
+        "cassandra": "ok",
+        "keyspace": db.keyspace,
+        "broker": broker,
+        "inFlight": drain.in_flight,
+        "pid": os.getpid(),
+    })
 
 
 def pubsub_of(settings: Settings) -> PubSub:

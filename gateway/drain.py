@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+#: Probes are answered at once and never hold a drain, so they are not counted.
+UNCOUNTED_PATHS = frozenset({"/healthz", "/readyz"})
+
 
 class Drain:
     def __init__(self) -> None:
@@ -36,6 +39,7 @@ class Drain:
 
     @property
     def in_flight(self) -> int:
+        """Requests being handled, probes aside."""
         return self._in_flight
 
     def track_socket(self, socket: web.WebSocketResponse) -> None:
@@ -46,6 +50,11 @@ class Drain:
         """Counts HTTP requests in flight; WebSocket connections are tracked as sockets instead."""
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return await handler(request)
+        if request.path in UNCOUNTED_PATHS:
+            response = await handler(request)
+            if self.draining:
+                response.force_close()
+            return response
         self._in_flight += 1
         self._idle.clear()
         try:

@@ -35,6 +35,9 @@ class Gateway:
     async def stop(self, signum: int = signal.SIGTERM) -> int:
         if self.process.returncode is None:
             self.process.send_signal(signum)
+        return await self.wait()
+
+    async def wait(self) -> int:
         try:
             return await asyncio.wait_for(self.process.wait(), STOP_TIMEOUT)
         except TimeoutError:
