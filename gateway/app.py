@@ -10,17 +10,22 @@ from typing import Any
 
 from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
-from strawberry.aiohttp.views import GraphQLView
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.types.unset import UnsetType
 
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
 from gateway.drain import Drain
+from gateway.graph.batch import BatchBudget
 from gateway.graph.context import Context, Services
+from gateway.graph.limits import QueryLimits
 from gateway.graph.pubsub import InProcessPubSub, PubSub
 from gateway.graph.redis_pubsub import RedisPubSub
 from gateway.graphiql import add_static_routes, render_graphiql
+from gateway.http.compression import compress_responses
+from gateway.http.cors import install_cors
+from gateway.http.persisted import from_settings as persisted_queries
+from gateway.http.view import GraphQLOverHTTPView
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
 from gateway.schema import build_schema, event_codec
@@ -38,7 +43,7 @@ DRAIN = web.AppKey("drain", Drain)
 CONNECT_RETRY_SECONDS = 2.0
 
 
-class GatewayGraphQLView(GraphQLView[Context, None]):
+class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView):
     """The ``/graphql`` view over the services ``create_app`` built, reading requests
     through ``request_adapter`` (the mail domain's streams uploads into Cassandra)."""
 
@@ -187,12 +192,20 @@ def create_app(
         multipart_uploads_enabled=True,
         subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
         connection_init_wait_timeout=timedelta(seconds=10),
+        query_limits=QueryLimits.of(settings),
+        max_batch=settings.max_batch,
+        max_tokens=settings.max_tokens,
+        allowed_origins=settings.cors_origins,
+        persisted_queries=persisted_queries(settings.trusted_documents, settings.introspection_allowed),
     )
-    app.router.add_route("*", "/graphql", view)
+    for method in ("GET", "POST"):
+        app.router.add_route(method, "/graphql", view)
     mail_routes.install(app, services)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     add_static_routes(app)
+    install_cors(app, settings.cors_origins)
+    app.middlewares.append(compress_responses)
     app.on_startup.append(_on_startup)
     app.on_cleanup.append(_on_cleanup)
     return app

@@ -19,18 +19,19 @@ any lower module, and no module needs a lazy type or a late import.
 from __future__ import annotations
 
 import strawberry
-from strawberry.extensions import MaxTokensLimiter, ParserCache, ValidationCache
-from strawberry.extensions.add_validation_rules import AddValidationRules
+from strawberry.extensions import DisableIntrospection, MaxTokensLimiter, ParserCache
+from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
 from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser
 from gateway.contacts.events import DISCOVERY
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
+from gateway.graph.batch import BATCH_CEILING
 from gateway.graph.codec import EventCodec
 from gateway.graph.compose import join_fields
 from gateway.graph.context import context_of
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
-from gateway.graph.limits import query_limits_rule
+from gateway.graph.limits import QueryLimits, limited_validation
 from gateway.graph.metrics import StatementMetrics
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.mail.schema import MailMe, MailMutation
@@ -83,18 +84,19 @@ def event_codec() -> EventCodec:
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or Settings()
-    limits_rule = query_limits_rule(settings.max_depth, settings.max_aliases)
+    introspection = [] if settings.introspection_allowed else [DisableIntrospection]
     return ErrorCodeSchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
         scalar_overrides=SCALAR_OVERRIDES,  # type: ignore[arg-type]
+        config=StrawberryConfig(batching_config={"max_operations": BATCH_CEILING}),
         extensions=[
             ErrorCodes,
             StatementMetrics,
             lambda: ParserCache(maxsize=1000),
-            lambda: ValidationCache(maxsize=1000),
             lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
-            lambda: AddValidationRules([limits_rule]),
+            *introspection,
+            limited_validation(QueryLimits.of(settings)),
         ],
     )

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway.http.origins import cors_problems
+
 
 def _env(name: str, default: str) -> str:
     value = os.environ.get(name)
@@ -55,6 +57,10 @@ def _env_bool(name: str, default: bool) -> bool:
     return raw in _TRUE
 
 
+def _env_optional_bool(name: str) -> bool | None:
+    return _env_bool(name, False) if _env(name, "") else None
+
+
 def _default_cassandra_home() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "cassandra-gateway"
@@ -66,6 +72,14 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "INFO"
+    # Origins whose pages may call the API (CORS) and open its WebSocket; "*" is any
+    # origin, without credentials. Empty: same-origin only.
+    cors_origins: tuple[str, ...] = ()
+    # A manifest of trusted documents (JSON, sha256 -> document): only those run.
+    trusted_documents: Path | None = None
+    # Whether introspection queries run: unset (None) means on, except with trusted
+    # documents (see ``introspection_allowed``).
+    introspection: bool | None = None
     # Cassandra connection. No contact points means: start and use the embedded node.
     contact_points: tuple[str, ...] = ()
     cassandra_port: int = 9042
@@ -95,6 +109,11 @@ class Settings:
     max_depth: int = 12
     max_aliases: int = 30
     max_tokens: int = 2000
+    max_fragments: int = 100
+    # Static cost of a request (a batch shares it; formula in gateway/graph/cost.py): the
+    # execution-time budget of 5000 list items with ten fields each.
+    max_cost: int = 50000
+    max_batch: int = 10
     # Adds extensions.cql (statements, lwtRetries) to every GraphQL response (tests and benchmarks).
     query_metrics: bool = False
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
@@ -117,6 +136,14 @@ class Settings:
     def embedded(self) -> bool:
         return not self.contact_points
 
+    @property
+    def introspection_allowed(self) -> bool:
+        """``GATEWAY_INTROSPECTION`` when set; else on, unless trusted documents lock the
+        gateway to known operations (then GraphiQL and tools must be let in explicitly)."""
+        if self.introspection is not None:
+            return self.introspection
+        return self.trusted_documents is None
+
     @classmethod
     def from_env(cls) -> Settings:
         points = tuple(p.strip() for p in _env("CASSANDRA_CONTACT_POINTS", "").split(",") if p.strip())
@@ -124,6 +151,9 @@ class Settings:
             host=_env("GATEWAY_HOST", cls.host),
             port=_env_int("GATEWAY_PORT", cls.port),
             log_level=_env("GATEWAY_LOG_LEVEL", cls.log_level).upper(),
+            cors_origins=tuple(o.strip() for o in _env("GATEWAY_CORS_ORIGINS", "").split(",") if o.strip()),
+            trusted_documents=Path(trusted) if (trusted := _env("GATEWAY_TRUSTED_DOCUMENTS", "")) else None,
+            introspection=_env_optional_bool("GATEWAY_INTROSPECTION"),
             contact_points=points,
             cassandra_port=_env_int("CASSANDRA_PORT", cls.cassandra_port),
             keyspace=_env("CASSANDRA_KEYSPACE", cls.keyspace),
@@ -147,6 +177,9 @@ class Settings:
             max_depth=_env_int("GATEWAY_MAX_DEPTH", cls.max_depth),
             max_aliases=_env_int("GATEWAY_MAX_ALIASES", cls.max_aliases),
             max_tokens=_env_int("GATEWAY_MAX_TOKENS", cls.max_tokens),
+            max_fragments=_env_int("GATEWAY_MAX_FRAGMENTS", cls.max_fragments),
+            max_cost=_env_int("GATEWAY_MAX_COST", cls.max_cost),
+            max_batch=_env_int("GATEWAY_MAX_BATCH", cls.max_batch),
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
@@ -180,6 +213,9 @@ class Settings:
             "GATEWAY_MAX_DEPTH": self.max_depth,
             "GATEWAY_MAX_ALIASES": self.max_aliases,
             "GATEWAY_MAX_TOKENS": self.max_tokens,
+            "GATEWAY_MAX_FRAGMENTS": self.max_fragments,
+            "GATEWAY_MAX_COST": self.max_cost,
+            "GATEWAY_MAX_BATCH": self.max_batch,
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
@@ -216,6 +252,10 @@ class Settings:
             problems.append(
                 ("CASSANDRA_KEYSPACE", f"CASSANDRA_KEYSPACE is not a valid keyspace name: {self.keyspace!r}")
             )
+        problems += [("GATEWAY_CORS_ORIGINS", message) for message in cors_problems(self.cors_origins)]
+        if self.trusted_documents is not None and not self.trusted_documents.is_file():
+            name = "GATEWAY_TRUSTED_DOCUMENTS"
+            problems.append((name, f"{name}: no such file {self.trusted_documents}"))
         if problems:
             raise SettingsError(problems[0][0], "; ".join(message for _, message in problems))
         return self

@@ -15,6 +15,7 @@ from gateway.blog.loaders import comment_count_loader, post_count_loader, post_l
 from gateway.blog.store import ALL_POSTS, PostDraft, PostRecord, PostStore, PostSummary
 from gateway.errors import Conflict, NotFound
 from gateway.graph.context import context_of
+from gateway.graph.cost import max_items
 from gateway.graph.pagination import Connection, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.users.schema import User, require_user, users_by_login
@@ -49,7 +50,9 @@ class Post:
 
     slug: str
     title: str
-    tags: list[str] = strawberry.field(description="Lower-case, in the order the author gave them.")
+    tags: list[str] = strawberry.field(
+        description="Lower-case, in the order the author gave them.", metadata=max_items(rules.TAGS_MAX)
+    )
     published_at: datetime
     _author: strawberry.Private[str]
     #: None when the post came from a list, whose index rows do not carry bodies.

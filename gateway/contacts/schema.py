@@ -10,10 +10,18 @@ from strawberry.types import Info
 
 from gateway.contacts import identities
 from gateway.contacts.cursors import contact_cursor, contact_position
-from gateway.contacts.discovery import ContactDirectory, Discovery, UploadedContact, contacts_channel
+from gateway.contacts.discovery import (
+    MAX_CONTACTS_PER_UPLOAD,
+    MAX_IDENTITIES_PER_USER,
+    ContactDirectory,
+    Discovery,
+    UploadedContact,
+    contacts_channel,
+)
 from gateway.contacts.store import BookEntry, LinkedIdentity
 from gateway.errors import BadUserInput
 from gateway.graph.context import context_of
+from gateway.graph.cost import max_items
 from gateway.graph.pagination import Connection, page_size
 from gateway.graph.selection import selects
 from gateway.users.schema import User, load_users, users_by_login
@@ -71,11 +79,15 @@ class Contact:
 @strawberry.type(description="The outcome of an address-book upload.")
 class ContactSync:
     contacts: list[Contact] = strawberry.field(
-        description="The uploaded contacts, normalised, duplicates merged, in upload order."
+        description="The uploaded contacts, normalised, duplicates merged, in upload order.",
+        metadata=max_items(MAX_CONTACTS_PER_UPLOAD),
     )
     _discovered: strawberry.Private[list[str]]
 
-    @strawberry.field(description="Users this upload discovered: owners you did not know about before.")
+    @strawberry.field(
+        description="Users this upload discovered: owners you did not know about before.",
+        metadata=max_items(MAX_CONTACTS_PER_UPLOAD),
+    )
     async def discovered(self, info: Info) -> list[User]:
         return await load_users(info, self._discovered)
 
@@ -90,7 +102,9 @@ class ContactInput:
 class ContactsMe:
     login: strawberry.Private[str]
 
-    @strawberry.field(description="The identities you linked, by network.")
+    @strawberry.field(
+        description="The identities you linked, by network.", metadata=max_items(MAX_IDENTITIES_PER_USER)
+    )
     async def identities(self, info: Info) -> list[Identity]:
         directory = context_of(info).store(ContactDirectory)
         return [Identity.of(i) for i in await directory.store.identities_of(self.login)]

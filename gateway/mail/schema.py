@@ -11,6 +11,7 @@ from strawberry.file_uploads import Upload
 from strawberry.types import Info
 
 from gateway.graph.context import Context, context_of
+from gateway.graph.cost import max_items
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.mail import rules
@@ -23,7 +24,7 @@ from gateway.mail.records import (
     FolderRecord,
     Placement,
 )
-from gateway.mail.service import MailService
+from gateway.mail.service import MAX_FOLDERS, MailService
 from gateway.mail.store import MailStore
 from gateway.mail.uploads import MAX_FILES
 from gateway.users.loaders import user_loader
@@ -93,14 +94,14 @@ class Email:
     sent_at: datetime
     read: bool = strawberry.field(description="Whether you have read it.")
     folder: str = strawberry.field(description="The label of your folder that holds it.")
-    attachments: list[Attachment]
+    attachments: list[Attachment] = strawberry.field(metadata=max_items(MAX_FILES))
     _record: strawberry.Private[EmailRecord]
 
     @strawberry.field(name="from")
     async def from_(self, info: Info) -> User:
         return await require_user(info, self._record.sender)
 
-    @strawberry.field
+    @strawberry.field(metadata=max_items(rules.MAX_RECIPIENTS))
     async def to(self, info: Info) -> list[User]:
         return await load_users(info, self._record.recipients)
 
@@ -164,7 +165,10 @@ class EmailInput:
 class MailMe:
     login: strawberry.Private[str]
 
-    @strawberry.field(description="inbox, sent, then your own folders, each with its unread count.")
+    @strawberry.field(
+        description="inbox, sent, then your own folders, each with its unread count.",
+        metadata=max_items(MAX_FOLDERS + 2),
+    )
     async def folders(self, info: Info) -> list[Folder]:
         context = context_of(info)
         records = await context.store(MailStore).folders(self.login)

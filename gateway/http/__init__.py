@@ -1,0 +1,1 @@
+"""HTTP conventions of the GraphQL endpoint: media types, CORS, compression."""

@@ -1,0 +1,114 @@
+"""The GraphQL-over-HTTP behaviour of the ``/graphql`` view.
+
+Strawberry's aiohttp view answers every result ``application/json`` with status
+200 and a ``data`` key, and runs a subscription sent over plain HTTP as if it
+were a query. This subclass changes only that: it negotiates the media type
+(:mod:`gateway.http.media`), drops ``data`` from request errors and gives them
+their status, resolves persisted queries (:mod:`gateway.http.persisted`), and
+answers subscriptions over HTTP with a ``BAD_REQUEST`` error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from cross_web import AsyncHTTPRequestAdapter, HTTPException
+from graphql import GraphQLError
+from strawberry.aiohttp.views import GraphQLView
+from strawberry.exceptions import MissingQueryError
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
+
+from gateway.http.media import (
+    GRAPHQL_RESPONSE_JSON,
+    is_request_error,
+    request_error_status,
+    response_media_type,
+)
+from gateway.http.persisted import PersistedQueries
+
+MEDIA_TYPE = web.ResponseKey("graphql_media_type", str)
+
+SUBSCRIPTION_OVER_HTTP = (
+    "Subscriptions are not served over plain HTTP: open a WebSocket on /graphql "
+    "with the graphql-transport-ws subprotocol (the graphql-ws library) to subscribe."
+)
+
+
+def subscription_over_http() -> ExecutionResult:
+    error = GraphQLError(SUBSCRIPTION_OVER_HTTP, extensions={"code": "BAD_REQUEST"})
+    return ExecutionResult(data=None, errors=[error])
+
+
+class GraphQLOverHTTPView(GraphQLView):
+    def __init__(self, *, persisted_queries: PersistedQueries | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.persisted_queries = persisted_queries or PersistedQueries()
+
+    async def get_sub_response(self, request: web.Request) -> web.Response:
+        response = await super().get_sub_response(request)
+        response[MEDIA_TYPE] = response_media_type(request.headers.get("Accept"))
+        return response
+
+    async def execute_single(
+        self,
+        request: web.Request,
+        request_adapter: AsyncHTTPRequestAdapter,
+        sub_response: web.Response,
+        context: Any,
+        root_value: Any,
+        request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        """Strawberry's ``execute_single``, with persisted queries and no subscriptions over HTTP."""
+        query = await self.persisted_queries.document(request_data.query, request_data.extensions)
+        if isinstance(query, ExecutionResult):
+            return query
+        method = request_adapter.method
+        allowed = OperationType.from_http(method) - {OperationType.SUBSCRIPTION}
+        if not self.allow_queries_via_get and method == "GET":
+            allowed -= {OperationType.QUERY}
+        try:
+            return await self.schema.execute(
+                query,
+                root_value=root_value,
+                variable_values=request_data.variables,
+                context_value=context,
+                operation_name=request_data.operation_name,
+                allowed_operation_types=allowed,
+                operation_extensions=request_data.extensions,
+            )
+        except InvalidOperationTypeError as exc:
+            if exc.operation_type is OperationType.SUBSCRIPTION:
+                return subscription_over_http()
+            raise HTTPException(400, exc.as_http_error_reason(method)) from exc
+        except CannotGetOperationTypeError as exc:
+            raise HTTPException(400, exc.as_http_error_reason()) from exc
+        except MissingQueryError as exc:
+            raise HTTPException(400, "No GraphQL query found in the request") from exc
+
+    async def process_result(self, request: web.Request, result: ExecutionResult) -> GraphQLHTTPResponse:
+        response = await super().process_result(request, result)
+        if is_request_error(result.data, result.errors):
+            response.pop("data", None)
+        return response
+
+    def create_response(
+        self,
+        response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse],
+        sub_response: web.Response,
+    ) -> web.Response:
+        response = super().create_response(response_data, sub_response)
+        media_type = sub_response.get(MEDIA_TYPE, "application/json")
+        response.content_type = media_type
+        if media_type == GRAPHQL_RESPONSE_JSON and isinstance(response_data, dict):
+            if "data" not in response_data and response.status < 400:
+                codes = [
+                    error.get("extensions", {}).get("code")
+                    for error in response_data.get("errors") or []
+                    if isinstance(error, dict)
+                ]
+                response.set_status(request_error_status(codes))
+        return response
