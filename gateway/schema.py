@@ -24,8 +24,10 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
 from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser
+from gateway.contacts.events import DISCOVERY
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
 from gateway.graph.batch import BATCH_CEILING
+from gateway.graph.codec import EventCodec
 from gateway.graph.compose import join_fields
 from gateway.graph.context import context_of
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
@@ -34,8 +36,10 @@ from gateway.graph.metrics import StatementMetrics
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.mail.schema import MailMe, MailMutation
 from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSubscription
+from gateway.rooms.events import ROOM_EVENT
 from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser
 from gateway.settings import Settings
+from gateway.users.events import SESSION_REVOKED
 from gateway.users.schema import User, UserMutation, UserQuery, require_user
 
 join_fields(User, RoomUser, BlogUser)
@@ -72,6 +76,10 @@ class Mutation(UserMutation, MessengerMutation, RoomMutation, BlogMutation, Mail
 class Subscription(MessengerSubscription, RoomSubscription, ContactsSubscription):
     pass
 
+
+def event_codec() -> EventCodec:
+    """How the domains' subscription events cross a broker (the messenger's are plain JSON)."""
+    return EventCodec([ROOM_EVENT, DISCOVERY, SESSION_REVOKED])
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:

@@ -96,6 +96,10 @@ class Settings:
     cassandra_heap: str = "1G"
     # Local Redis server (``gateway redis start``), with its files under cassandra_home.
     redis_port: int = 6390
+    # Broker shared by gateway processes ("redis://host:port/db"); empty: one process, in-memory fan-out.
+    broker_url: str = ""
+    # Seconds a SIGTERM waits for in-flight requests before the process exits.
+    drain_seconds: float = 10.0
     # Sessions and passwords
     session_ttl_days: int = 30
     argon2_time_cost: int = 3
@@ -169,6 +173,8 @@ class Settings:
             cassandra_home=Path(_env("GATEWAY_CASSANDRA_HOME", str(_default_cassandra_home()))),
             cassandra_heap=_env("GATEWAY_CASSANDRA_HEAP", cls.cassandra_heap),
             redis_port=_env_int("GATEWAY_REDIS_PORT", cls.redis_port),
+            broker_url=_env("GATEWAY_BROKER_URL", cls.broker_url),
+            drain_seconds=_env_float("GATEWAY_DRAIN_SECONDS", cls.drain_seconds),
             session_ttl_days=_env_int("SESSION_TTL_DAYS", cls.session_ttl_days),
             argon2_time_cost=_env_int("ARGON2_TIME_COST", cls.argon2_time_cost),
             argon2_memory_cost_kib=_env_int("ARGON2_MEMORY_COST_KIB", cls.argon2_memory_cost_kib),
@@ -236,6 +242,12 @@ class Settings:
         for name, value in buckets.items():
             if value not in {"month", "day"} and not re.fullmatch(r"[1-9][0-9]*s", value):
                 problems.append((name, f"{name} must be 'month', 'day' or '<N>s', got {value!r}"))
+        if self.drain_seconds < 0:
+            name = "GATEWAY_DRAIN_SECONDS"
+            problems.append((name, f"{name} must be 0 or more, got {self.drain_seconds}"))
+        if self.broker_url and not re.fullmatch(r"(rediss?|unix)://\S+", self.broker_url):
+            name = "GATEWAY_BROKER_URL"
+            problems.append((name, f"{name} must be redis://host:port/db, got {self.broker_url!r}"))
         if not re.fullmatch(r"\+?([0-9]{1,3})?", self.contacts_default_country_code):
             name = "CONTACTS_DEFAULT_COUNTRY_CODE"
             problems.append((name, f"{name} must be 1-3 digits or empty"))
