@@ -50,7 +50,6 @@ def _room_to_json(room: RoomRecord) -> dict[str, Any]:
         "creator": room.creator_login,
         "createdAt": room.created_at.isoformat(),
         "banner": room.banner,
-        "participants": sorted(room.participants),
     }
 
 
@@ -61,7 +60,6 @@ def _room_from_json(data: dict[str, Any]) -> RoomRecord:
         creator_login=data["creator"],
         created_at=datetime.fromisoformat(data["createdAt"]),
         banner=data["banner"],
-        participants=frozenset(data["participants"]),
     )
 
 

@@ -30,7 +30,6 @@ def _room_event(kind: RoomEventKind, author: str | None) -> RoomEvent:
         creator_login="alice",
         created_at=datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
         banner=None,
-        participants=frozenset({"alice", "bob"}),
     )
     message = RoomMessageRecord("lobby", room.id, new_timeuuid(), author, "hi é 🎉", author is None)
     return RoomEvent(kind, message, room, "bob")
