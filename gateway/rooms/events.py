@@ -35,5 +35,15 @@ class RoomEvent:
         )
 
 
+    def reaches(self, viewer: str) -> bool:
+        """Whether the room as it stands after this event still has ``viewer`` in it;
+        their own leave and the deletion reach them too (as the last event)."""
+        return (
+            self.kind is RoomEventKind.DELETED
+            or (self.kind is RoomEventKind.LEFT and self.login == viewer)
+            or viewer in self.room.participants
+        )
+
+
 def room_channel(name: str) -> str:
     return f"room:{name}:messages"

@@ -243,12 +243,25 @@ class RoomSubscription:
             if viewer not in record.participants:
                 raise Forbidden(f"Join '{name}' to follow its messages.", field="room")
             async for event in events:
-                if not isinstance(event, RoomEvent) or event.room.id != record.id:
+                if not isinstance(event, RoomEvent):
                     continue
+                if event.room.id != record.id or not event.reaches(viewer):
+                    # An event that says the viewer is out (or of a room that had the name
+                    # before): a leave or deletion whose own event never came here ends it.
+                    if not await _still_in(context, record, viewer):
+                        return
+                    if event.room.id != record.id:
+                        continue
                 context.fresh()
                 yield RoomMessage.of(event.message, Room.of(event.room))
                 if event.ends_subscription_of(viewer):
                     return
+
+
+async def _still_in(context: Context, record: RoomRecord, viewer: str) -> bool:
+    """Whether the room of ``record`` still exists and has ``viewer`` in it (one read)."""
+    current = await context.store(RoomStore).get(record.name)
+    return current is not None and current.id == record.id and viewer in current.participants
 
 
 @strawberry.type
