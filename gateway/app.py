@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 SERVICES = web.AppKey("services", Services)
 READY = web.AppKey("ready", asyncio.Event)
 CONNECTOR = web.AppKey("connector", asyncio.Task)
+SOCKETS = web.AppKey("sockets", SocketCounts)
 
 #: Seconds between attempts to reach Cassandra while it is down at start-up.
 CONNECT_RETRY_SECONDS = 2.0
@@ -165,7 +166,7 @@ def create_app(
         allow_queries_via_get=True,
         multipart_uploads_enabled=True,
         subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
-        connection_init_wait_timeout=timedelta(seconds=10),
+        connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout_seconds),
         keep_alive_interval=settings.ws_keep_alive_seconds,
         query_limits=QueryLimits.of(settings),
         max_batch=settings.max_batch,
@@ -173,6 +174,7 @@ def create_app(
         allowed_origins=settings.cors_origins,
         persisted_queries=persisted_queries(settings.trusted_documents, settings.introspection_allowed),
     )
+    app[SOCKETS] = view.sockets
     for method in ("GET", "POST"):
         app.router.add_route(method, "/graphql", view)
     mail_routes.install(app, services)

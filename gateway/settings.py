@@ -112,10 +112,12 @@ class Settings:
     max_cost: int = 50000
     max_batch: int = 10
     # WebSockets: open sockets per process and per signed-in user (refused with close code
-    # 4429), and seconds between keep-alives (legacy graphql-ws "ka" messages, and pings).
+    # 4429), seconds between keep-alives (legacy graphql-ws "ka" messages, and pings), and
+    # seconds a socket may wait before its connection_init (then closed with 4408).
     max_sockets: int = 10000
     max_sockets_per_user: int = 20
     ws_keep_alive_seconds: float = 15
+    ws_init_timeout_seconds: float = 10
     # Adds extensions.cql (statements, lwtRetries) to every GraphQL response (tests and benchmarks).
     query_metrics: bool = False
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
@@ -183,6 +185,9 @@ class Settings:
             max_sockets=_env_int("GATEWAY_MAX_SOCKETS", cls.max_sockets),
             max_sockets_per_user=_env_int("GATEWAY_MAX_SOCKETS_PER_USER", cls.max_sockets_per_user),
             ws_keep_alive_seconds=_env_float("GATEWAY_WS_KEEP_ALIVE_SECONDS", cls.ws_keep_alive_seconds),
+            ws_init_timeout_seconds=_env_float(
+                "GATEWAY_WS_INIT_TIMEOUT_SECONDS", cls.ws_init_timeout_seconds
+            ),
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
@@ -222,6 +227,7 @@ class Settings:
             "GATEWAY_MAX_SOCKETS": self.max_sockets,
             "GATEWAY_MAX_SOCKETS_PER_USER": self.max_sockets_per_user,
             "GATEWAY_WS_KEEP_ALIVE_SECONDS": self.ws_keep_alive_seconds,
+            "GATEWAY_WS_INIT_TIMEOUT_SECONDS": self.ws_init_timeout_seconds,
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,

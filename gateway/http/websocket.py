@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ SESSION_ENDED = "Forbidden: the session has ended"
 UNAVAILABLE_CODE = 1011
 UNAVAILABLE_REASON = "Cassandra is unavailable right now; retrying later is safe."
 INIT_TIMEOUT_CODE = 4408
+INIT_TIMEOUT_REASON = "Connection initialisation timeout"
 #: Pause before listening again on a session channel that dropped the socket.
 RESUBSCRIBE_SECONDS = 1.0
 
@@ -68,20 +70,40 @@ class SessionSocket:
         self.token: str | None = None
         self.login: str | None = None
         self._watcher: asyncio.Task[None] | None = None
+        self._handler: asyncio.Task[None] | None = None
+        self._pending_close: tuple[int, str] | None = None
         self.closed = False
 
     async def close(self, code: int, reason: str) -> None:
-        self.closed = True
-        with contextlib.suppress(Exception):
-            await self.websocket.close(code=code, reason=reason)
+        """Close the socket with ``code``, from any task.
 
-    async def run(self, handle: Any) -> None:
+        aiohttp closed from a task other than the one reading the socket sends
+        the close frame and drops the connection without the closing handshake
+        (many clients then report 1006). So another task stops the reading
+        task, and :meth:`run` closes the socket once nothing reads it."""
+        if self.closed:
+            return
+        self.closed = True
+        handler = self._handler
+        if handler is None or handler.done() or handler is asyncio.current_task():
+            with contextlib.suppress(Exception):
+                await self.websocket.close(code=code, reason=reason)
+            return
+        self._pending_close = (code, reason)
+        handler.cancel()
+
+    async def run(self, handle: Callable[[], Awaitable[None]]) -> None:
         """Run the protocol handler while the process has room for one more socket."""
         if not self.counts.open():
             await self.close(TOO_MANY_CODE, TOO_MANY_REASON)
             return
+        self._handler = asyncio.create_task(handle())
         try:
-            await handle()
+            await self._handler
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self._pending_close is None or (current is not None and current.cancelling()):
+                raise
         finally:
             self.counts.close()
             if self.login is not None:
@@ -90,6 +112,10 @@ class SessionSocket:
                 self._watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._watcher
+        if self._pending_close is not None:
+            code, reason = self._pending_close
+            with contextlib.suppress(Exception):
+                await self.websocket.close(code=code, reason=reason)
 
     async def admit(self, payload: object, context: Context) -> tuple[int, str] | None:
         """Check ``connection_init``'s token: None to go on, else the close code and reason."""
@@ -180,6 +206,12 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 return
         await super().handle_connection_init(message)
 
+    async def handle_connection_init_timeout(self) -> None:
+        await asyncio.sleep(self.connection_init_wait_timeout.total_seconds())
+        if not self.connection_init_received:
+            self.connection_timed_out = True
+            await self.session.close(INIT_TIMEOUT_CODE, INIT_TIMEOUT_REASON)
+
     async def run_operation(self, operation: Operation[Context, None]) -> None:
         if not await self.session.lives(self.context):
             return
@@ -207,7 +239,7 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
     async def _init_timeout(self) -> None:
         await asyncio.sleep(self.view.connection_init_wait_timeout.total_seconds())
         if not self.init_received:
-            await self.session.close(INIT_TIMEOUT_CODE, "Connection initialisation timeout")
+            await self.session.close(INIT_TIMEOUT_CODE, INIT_TIMEOUT_REASON)
 
     async def handle_connection_init(self, message: Any) -> None:
         if not self.init_received:
