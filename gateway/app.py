@@ -8,10 +8,10 @@ import os
 from datetime import timedelta
 from typing import Any
 
+import strawberry
 from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
-from strawberry.types.unset import UnsetType
 
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
@@ -25,7 +25,9 @@ from gateway.graphiql import add_static_routes, render_graphiql
 from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
 from gateway.http.persisted import from_settings as persisted_queries
+from gateway.http.sockets import SocketCounts
 from gateway.http.view import GraphQLOverHTTPView
+from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
 from gateway.schema import build_schema, event_codec
@@ -38,6 +40,7 @@ SERVICES = web.AppKey("services", Services)
 READY = web.AppKey("ready", asyncio.Event)
 CONNECTOR = web.AppKey("connector", asyncio.Task)
 DRAIN = web.AppKey("drain", Drain)
+SOCKETS = web.AppKey("sockets", SocketCounts)
 
 #: Seconds between attempts to reach Cassandra while it is down at start-up.
 CONNECT_RETRY_SECONDS = 2.0
@@ -46,6 +49,9 @@ CONNECT_RETRY_SECONDS = 2.0
 class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView):
     """The ``/graphql`` view over the services ``create_app`` built, reading requests
     through ``request_adapter`` (the mail domain's streams uploads into Cassandra)."""
+
+    graphql_transport_ws_handler_class = TransportWSHandler
+    graphql_ws_handler_class = LegacyWSHandler
 
     def __init__(
         self,
@@ -59,6 +65,20 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView):
         self.services = services
         self.request_adapter_class = request_adapter
         self.drain = drain
+        settings = services.settings
+        self.sockets = SocketCounts(settings.max_sockets, settings.max_sockets_per_user)
+
+    async def create_websocket_response(
+        self, request: web.Request, subprotocol: str | None
+    ) -> web.WebSocketResponse:
+        """A socket that pings its peer every keep-alive interval and drops it when
+        the pong does not come (both protocols; graphql-transport-ws has no server ping)."""
+        response = web.WebSocketResponse(
+            protocols=[subprotocol] if subprotocol else [],
+            heartbeat=self.services.settings.ws_keep_alive_seconds,
+        )
+        await response.prepare(request)
+        return response
 
     async def get_context(
         self, request: web.Request, response: web.Response | web.WebSocketResponse
@@ -72,12 +92,6 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView):
             authorization=request.headers.get("Authorization"),
             websocket=isinstance(response, web.WebSocketResponse),
         )
-
-    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
-        params = context.connection_params or {}
-        value = params.get("authorization") or params.get("Authorization")
-        context.set_authorization(value if isinstance(value, str) else None)
-        return None
 
     async def render_graphql_ide(self, request: web.Request) -> web.Response:
         return await render_graphiql(request)
@@ -167,7 +181,10 @@ def create_app(
     *,
     db: Database | None = None,
     pubsub: PubSub | None = None,
+    schema: strawberry.Schema | None = None,
 ) -> web.Application:
+    """The gateway over ``settings``; ``schema`` replaces the composed one (for tests
+    that need a field no public schema has)."""
     settings.validate()
     db = db or Database(settings)
     sessions = SessionStore(db, settings)
@@ -176,6 +193,7 @@ def create_app(
         db=db,
         pubsub=pubsub or pubsub_of(settings),
         authenticate=sessions.login_of,
+        session_of=sessions.active,
     )
     drain = Drain()
     app = web.Application(client_max_size=30 * 1024 * 1024, middlewares=[drain.middleware])
@@ -186,18 +204,20 @@ def create_app(
         services,
         drain=drain,
         request_adapter=StreamingUploadAdapter,
-        schema=build_schema(settings),
+        schema=schema or build_schema(settings),
         graphql_ide="graphiql",
         allow_queries_via_get=True,
         multipart_uploads_enabled=True,
         subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
-        connection_init_wait_timeout=timedelta(seconds=10),
+        connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout_seconds),
+        keep_alive_interval=settings.ws_keep_alive_seconds,
         query_limits=QueryLimits.of(settings),
         max_batch=settings.max_batch,
         max_tokens=settings.max_tokens,
         allowed_origins=settings.cors_origins,
         persisted_queries=persisted_queries(settings.trusted_documents, settings.introspection_allowed),
     )
+    app[SOCKETS] = view.sockets
     for method in ("GET", "POST"):
         app.router.add_route(method, "/graphql", view)
     mail_routes.install(app, services)

@@ -39,7 +39,6 @@ from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSu
 from gateway.rooms.events import ROOM_EVENT
 from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser
 from gateway.settings import Settings
-from gateway.users.events import SESSION_REVOKED
 from gateway.users.schema import User, UserMutation, UserQuery, require_user
 
 join_fields(User, RoomUser, BlogUser)
@@ -79,7 +78,7 @@ class Subscription(MessengerSubscription, RoomSubscription, ContactsSubscription
 
 def event_codec() -> EventCodec:
     """How the domains' subscription events cross a broker (the messenger's are plain JSON)."""
-    return EventCodec([ROOM_EVENT, DISCOVERY, SESSION_REVOKED])
+    return EventCodec([ROOM_EVENT, DISCOVERY])
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:

@@ -101,7 +101,8 @@ class Settings:
     # Seconds a SIGTERM waits for in-flight requests before the process exits.
     drain_seconds: float = 10.0
     # Sessions and passwords
-    session_ttl_days: int = 30
+    # Fractions are allowed (0.5 is twelve hours); at least one second.
+    session_ttl_days: float = 30
     argon2_time_cost: int = 3
     argon2_memory_cost_kib: int = 65536
     argon2_parallelism: int = 4
@@ -114,6 +115,13 @@ class Settings:
     # execution-time budget of 5000 list items with ten fields each.
     max_cost: int = 50000
     max_batch: int = 10
+    # WebSockets: open sockets per process and per signed-in user (refused with close code
+    # 4429), seconds between keep-alives (legacy graphql-ws "ka" messages, and pings), and
+    # seconds a socket may wait before its connection_init (then closed with 4408).
+    max_sockets: int = 10000
+    max_sockets_per_user: int = 20
+    ws_keep_alive_seconds: float = 15
+    ws_init_timeout_seconds: float = 10
     # Adds extensions.cql (statements, lwtRetries) to every GraphQL response (tests and benchmarks).
     query_metrics: bool = False
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
@@ -175,7 +183,7 @@ class Settings:
             redis_port=_env_int("GATEWAY_REDIS_PORT", cls.redis_port),
             broker_url=_env("GATEWAY_BROKER_URL", cls.broker_url),
             drain_seconds=_env_float("GATEWAY_DRAIN_SECONDS", cls.drain_seconds),
-            session_ttl_days=_env_int("SESSION_TTL_DAYS", cls.session_ttl_days),
+            session_ttl_days=_env_float("SESSION_TTL_DAYS", cls.session_ttl_days),
             argon2_time_cost=_env_int("ARGON2_TIME_COST", cls.argon2_time_cost),
             argon2_memory_cost_kib=_env_int("ARGON2_MEMORY_COST_KIB", cls.argon2_memory_cost_kib),
             argon2_parallelism=_env_int("ARGON2_PARALLELISM", cls.argon2_parallelism),
@@ -185,6 +193,12 @@ class Settings:
             max_fragments=_env_int("GATEWAY_MAX_FRAGMENTS", cls.max_fragments),
             max_cost=_env_int("GATEWAY_MAX_COST", cls.max_cost),
             max_batch=_env_int("GATEWAY_MAX_BATCH", cls.max_batch),
+            max_sockets=_env_int("GATEWAY_MAX_SOCKETS", cls.max_sockets),
+            max_sockets_per_user=_env_int("GATEWAY_MAX_SOCKETS_PER_USER", cls.max_sockets_per_user),
+            ws_keep_alive_seconds=_env_float("GATEWAY_WS_KEEP_ALIVE_SECONDS", cls.ws_keep_alive_seconds),
+            ws_init_timeout_seconds=_env_float(
+                "GATEWAY_WS_INIT_TIMEOUT_SECONDS", cls.ws_init_timeout_seconds
+            ),
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
             messenger_activity_slot=_env_int("MESSENGER_ACTIVITY_SLOT", cls.messenger_activity_slot),
@@ -224,6 +238,10 @@ class Settings:
             "GATEWAY_MAX_FRAGMENTS": self.max_fragments,
             "GATEWAY_MAX_COST": self.max_cost,
             "GATEWAY_MAX_BATCH": self.max_batch,
+            "GATEWAY_MAX_SOCKETS": self.max_sockets,
+            "GATEWAY_MAX_SOCKETS_PER_USER": self.max_sockets_per_user,
+            "GATEWAY_WS_KEEP_ALIVE_SECONDS": self.ws_keep_alive_seconds,
+            "GATEWAY_WS_INIT_TIMEOUT_SECONDS": self.ws_init_timeout_seconds,
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
@@ -232,6 +250,9 @@ class Settings:
             "ROOMS_PER_USER_MAX": self.rooms_per_user_max,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
+        if 0 < self.session_ttl_days * 86400 < 1:
+            message = f"SESSION_TTL_DAYS must be at least one second, got {self.session_ttl_days}"
+            problems.append(("SESSION_TTL_DAYS", message))
         buckets = {
             "MESSENGER_BUCKET": self.messenger_bucket,
             "ROOM_BUCKET": self.room_bucket,

@@ -115,3 +115,16 @@ class Api:
         )
         async with Client(transport=transport, execute_timeout=30) as session:
             yield session
+
+    async def ws_call(
+        self, query: str, variables: dict[str, Any] | None = None, *, token: str | None = None
+    ) -> Response:
+        """``call``, as one operation over ``graphql-transport-ws``."""
+        async with self.websocket(token) as session:
+            try:
+                result = await session.execute(
+                    GraphQLRequest(query, variable_values=variables), get_execution_result=True
+                )
+            except TransportQueryError as exc:
+                return Response(exc.data, list(exc.errors or []), dict(exc.extensions or {}))
+        return Response(result.data, [], dict(result.extensions or {}))

@@ -123,3 +123,45 @@ async def test_subscription_refusals(api: Api, app) -> None:  # type: ignore[no-
     invalid = await _refused(api, alice, "no")
     assert invalid["extensions"] == {"code": "BAD_USER_INPUT", "field": "room"}
     assert app[SERVICES].pubsub.subscriber_count(room_channel(name)) == 0
+
+
+async def test_a_leave_on_a_gateway_without_a_shared_broker_ends_the_subscription(
+    api: Api, app, make_server  # type: ignore[no-untyped-def]
+) -> None:
+    """The leave's own event never reaches this gateway: the next event, whose room no
+    longer lists the follower, makes the subscription check and end without delivering."""
+    elsewhere, _ = await make_server()
+    alice = await api.sign_up("alice")
+    bob = await api.sign_up("bob")
+    name = await create_room(api, alice)
+    await api.ok(JOIN, {"n": name}, token=bob.token)
+    bob_follows = asyncio.create_task(_follow(api, bob, name))
+    await _subscribed(app, name, 1)
+
+    await post(api, alice, name, "before")
+    assert (await elsewhere.ok(LEAVE, {"n": name}, token=bob.token))["leaveRoom"] is True
+    await post(api, alice, name, "after")
+    bob_events = await asyncio.wait_for(bob_follows, WAIT)
+    assert _summary(bob_events) == [("before", False, alice.login)]
+    await _subscribed(app, name, 0)
+
+
+async def test_a_deletion_on_a_gateway_without_a_shared_broker_ends_the_subscription(
+    api: Api, app, make_server  # type: ignore[no-untyped-def]
+) -> None:
+    """The room is deleted elsewhere and a new room takes its name here: the old room's
+    followers are not carried over into the new one."""
+    elsewhere, _ = await make_server()
+    alice = await api.sign_up("alice")
+    bob = await api.sign_up("bob")
+    name = await create_room(api, alice)
+    await api.ok(JOIN, {"n": name}, token=bob.token)
+    bob_follows = asyncio.create_task(_follow(api, bob, name))
+    await _subscribed(app, name, 1)
+
+    assert (await elsewhere.ok(DELETE, {"n": name}, token=alice.token))["deleteRoom"] is True
+    await create_room(api, bob, name)  # bob is in the new room, which is another room
+    await post(api, bob, name, "new room")
+    bob_events = await asyncio.wait_for(bob_follows, WAIT)
+    assert bob_events == []
+    await _subscribed(app, name, 0)

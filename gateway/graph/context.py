@@ -19,6 +19,7 @@ from strawberry.types import Info
 from gateway.db.session import Database, RequestMetrics
 from gateway.errors import Unauthenticated
 from gateway.graph.pubsub import PubSub
+from gateway.graph.sessions import SessionLookup
 from gateway.settings import Settings
 
 S = TypeVar("S")
@@ -37,6 +38,8 @@ class Services:
     db: Database
     pubsub: PubSub
     authenticate: Authenticator
+    #: The session of a token with its expiry, for connections that outlive a request.
+    session_of: SessionLookup
     _stores: dict[type, Any] = field(default_factory=dict)
 
     def store(self, cls: type[S]) -> S:

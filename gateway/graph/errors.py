@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
 from typing import Any
 
 import strawberry
 from graphql import GraphQLError, GraphQLSyntaxError
+from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import SchemaExtension
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 
 from gateway.db.session import CassandraUnavailable
 from gateway.errors import (
@@ -113,6 +116,21 @@ class ErrorCodes(SchemaExtension):
         result.errors = [classify(e, request_id) for e in errors]  # type: ignore[union-attr]
 
 
+def _over_socket(error: GraphQLError, request_id: str) -> GraphQLError:
+    """``classify`` for a WebSocket result. A document that does not parse or names
+    no operation stays as it is: ``graphql-transport-ws`` closes the socket with
+    4400 for it, as its protocol says. An operation the socket does not run is
+    ``BAD_REQUEST``, as over HTTP."""
+    original = error.original_error
+    if isinstance(original, CannotGetOperationTypeError):
+        return error
+    if isinstance(error, GraphQLSyntaxError) and "tokens" not in error.message:
+        return error
+    if isinstance(original, InvalidOperationTypeError | MissingQueryError):
+        return GraphQLError(error.message, extensions={"code": "BAD_REQUEST"})
+    return classify(error, request_id)
+
+
 def _request_id(context: Any) -> str:
     return getattr(context, "request_id", None) or uuid.uuid4().hex
 
@@ -133,6 +151,21 @@ class ErrorCodeSchema(strawberry.Schema):
             request_id = _request_id(kwargs.get("context_value"))
             result.errors = [classify(e, request_id) for e in result.errors]
         return result
+
+    async def stream(self, *args: Any, **kwargs: Any) -> Any:
+        """Every result a WebSocket sends (subscription events, and queries and
+        mutations run over the socket), classified as ``execute`` classifies."""
+        results = await super().stream(*args, **kwargs)
+        request_id = _request_id(kwargs.get("context_value"))
+
+        async def classified() -> AsyncIterator[Any]:
+            async with aclosing(results):
+                async for result in results:
+                    if getattr(result, "errors", None):
+                        result.errors = [_over_socket(error, request_id) for error in result.errors]
+                    yield result
+
+        return classified()
 
     def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
         """Give domain errors their code as soon as Strawberry sees them: a

@@ -259,14 +259,24 @@ class RoomSubscription:
             record = await context.store(RoomStore).get(name)
             if record is None:
                 raise NotFound(f"No room '{name}'.", field="room")
-            if not await context.store(MemberStore).is_participant(record.id, viewer):
+            members = context.store(MemberStore)
+            if not await members.is_participant(record.id, viewer):
                 raise Forbidden(f"Join '{name}' to follow its messages.", field="room")
             async for event in events:
-                if not isinstance(event, RoomEvent) or event.room.id != record.id:
+                if not isinstance(event, RoomEvent):
                     continue
+                # Another incarnation of the name means this room was deleted. For this one,
+                # a leave or deletion whose own event never reached this process (another
+                # gateway, a lost broker message) shows in the participant row, read before
+                # every delivery but the viewer's last (their own leave, the deletion).
+                if event.room.id != record.id:
+                    return
+                last = event.ends_subscription_of(viewer)
+                if not last and not await members.is_participant(record.id, viewer):
+                    return
                 context.fresh()
                 yield RoomMessage.of(event.message, Room.of(event.room))
-                if event.ends_subscription_of(viewer):
+                if last:
                     return
 
 

@@ -12,6 +12,7 @@ from gateway.db import clock
 from gateway.errors import Conflict, NotFound, Unauthenticated
 from gateway.graph import validation
 from gateway.graph.context import context_of
+from gateway.graph.sessions import announce_revoked
 from gateway.users import rules
 from gateway.users.loaders import user_loader
 from gateway.users.passwords import hash_password, verify_password
@@ -188,6 +189,7 @@ class UserMutation:
         await context.require_viewer()
         assert context.token is not None
         await context.store(SessionStore).revoke(context.token)
+        await announce_revoked(context.pubsub, context.token)
         return True
 
     @strawberry.mutation(description="Change your profile; only the fields given change.")

@@ -117,6 +117,11 @@ class SessionStore:
         return SessionRecord(token=token, login=login, expires_at=expires)
 
     async def login_of(self, token: str) -> str | None:
+        session = await self.active(token)
+        return session.login if session else None
+
+    async def active(self, token: str) -> SessionRecord | None:
+        """The session of ``token`` while it lives; None when unknown, revoked or expired."""
         row = (
             await self.db.execute(
                 "SELECT login, expires_at FROM sessions WHERE token_hash = ?", (hash_token(token),)
@@ -124,9 +129,10 @@ class SessionStore:
         ).one()
         if row is None:
             return None
-        if clock.utc(row["expires_at"]) <= datetime.now(UTC):
+        expires_at = clock.utc(row["expires_at"])
+        if expires_at <= datetime.now(UTC):
             return None
-        return str(row["login"])
+        return SessionRecord(token=token, login=str(row["login"]), expires_at=expires_at)
 
     async def revoke(self, token: str) -> None:
         await self.db.execute("DELETE FROM sessions WHERE token_hash = ?", (hash_token(token),))

@@ -15,7 +15,6 @@ from gateway.rooms.events import RoomEvent, RoomEventKind
 from gateway.rooms.history import RoomMessageRecord
 from gateway.rooms.store import RoomRecord
 from gateway.schema import event_codec
-from gateway.users.events import SessionRevoked
 
 
 @pytest.fixture
@@ -41,7 +40,6 @@ def _room_event(kind: RoomEventKind, author: str | None) -> RoomEvent:
         _room_event(RoomEventKind.MESSAGE, "bob"),
         _room_event(RoomEventKind.DELETED, None),
         Discovery("tel", bytes(range(32)), "carol"),
-        SessionRevoked(bytes(range(32)), "dave"),
         MessageRecord(new_timeuuid(), "alice", "bob", "hello", "key-1").to_event(),
     ],
 )
