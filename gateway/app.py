@@ -22,6 +22,7 @@ from gateway.graphiql import add_static_routes, render_graphiql
 from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
 from gateway.http.persisted import from_settings as persisted_queries
+from gateway.http.requests import ENDPOINT, Endpoint
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
@@ -137,19 +138,22 @@ def create_app(
         pubsub=pubsub or InProcessPubSub(),
         authenticate=sessions.login_of,
     )
-    app = web.Application(client_max_size=30 * 1024 * 1024)
+    app = web.Application(client_max_size=settings.max_json_bytes)
     app[SERVICES] = services
     app[READY] = asyncio.Event()
+    schema = build_schema(settings)
+    limits = QueryLimits.of(settings)
+    app[ENDPOINT] = Endpoint(schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
     view = GatewayGraphQLView(
         services,
         request_adapter=StreamingUploadAdapter,
-        schema=build_schema(settings),
+        schema=schema,
         graphql_ide="graphiql",
         allow_queries_via_get=True,
         multipart_uploads_enabled=True,
         subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
         connection_init_wait_timeout=timedelta(seconds=10),
-        query_limits=QueryLimits.of(settings),
+        query_limits=limits,
         max_batch=settings.max_batch,
         max_tokens=settings.max_tokens,
         allowed_origins=settings.cors_origins,

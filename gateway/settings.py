@@ -110,6 +110,8 @@ class Settings:
     # execution-time budget of 5000 list items with ten fields each.
     max_cost: int = 50000
     max_batch: int = 10
+    # Largest JSON request body (read whole); multipart uploads stream and have their own limits.
+    max_json_bytes: int = 1024 * 1024
     # Adds extensions.cql (statements, lwtRetries) to every GraphQL response (tests and benchmarks).
     query_metrics: bool = False
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
@@ -174,6 +176,7 @@ class Settings:
             max_fragments=_env_int("GATEWAY_MAX_FRAGMENTS", cls.max_fragments),
             max_cost=_env_int("GATEWAY_MAX_COST", cls.max_cost),
             max_batch=_env_int("GATEWAY_MAX_BATCH", cls.max_batch),
+            max_json_bytes=_env_int("GATEWAY_MAX_JSON_BYTES", cls.max_json_bytes),
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
@@ -210,6 +213,7 @@ class Settings:
             "GATEWAY_MAX_FRAGMENTS": self.max_fragments,
             "GATEWAY_MAX_COST": self.max_cost,
             "GATEWAY_MAX_BATCH": self.max_batch,
+            "GATEWAY_MAX_JSON_BYTES": self.max_json_bytes,
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
