@@ -29,7 +29,7 @@ from graphql import (
 )
 
 from gateway.graph.limits import check
-from gateway.http.requests import Endpoint, RequestRefused, bad_request
+from gateway.http.requests import Endpoint, RequestRefused, bad_request, parse_request_json
 
 #: The most bytes the ``map`` field may have.
 MAX_MAP_BYTES = 64 * 1024
@@ -45,16 +45,14 @@ SPEC_ORDER = (
 def _json(raw: str, field: str) -> Any:
     try:
         return json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise bad_request(f"`{field}` is not valid JSON.") from exc
 
 
 def parse_operations(raw: str) -> dict[str, Any]:
-    operations = _json(raw, "operations")
+    operations = parse_request_json(raw)
     if isinstance(operations, list):
         raise bad_request("Files cannot be uploaded with a batch of operations; send one operation.")
-    if not isinstance(operations, dict):
-        raise bad_request("`operations` must be a JSON object.")
     return operations
 
 

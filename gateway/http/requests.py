@@ -9,7 +9,9 @@ error with ``extensions.code`` and the exception's status.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter, HTTPException
@@ -32,6 +34,49 @@ def bad_request(reason: str) -> RequestRefused:
 
 def too_large(what: str, limit: int) -> RequestRefused:
     return RequestRefused(413, f"{what} is larger than {limit} bytes.")
+
+
+#: The deepest nesting of arrays and objects a JSON request may have: GraphQL
+#: inputs are rarely more than a few levels deep, and every consumer of the value
+#: (variable coercion, the cost walk) recurses once per level.
+MAX_JSON_DEPTH = 64
+
+NOT_JSON = "Unable to parse request body as JSON"
+NOT_AN_OBJECT = "The request's JSON must be an object, or for a batch an array of objects."
+
+
+def _depth_within(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            children = current.values()
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+def parse_request_json(data: str | bytes) -> dict[str, Any] | list[dict[str, Any]]:
+    """The request's JSON: an object, or a batch of them, nested at most ``MAX_JSON_DEPTH`` deep.
+
+    ``json.loads`` alone lets through bytes that are not UTF-8 (``UnicodeDecodeError``),
+    nesting deeper than the interpreter's recursion limit (``RecursionError``), and
+    scalars where Strawberry expects an object; each is a ``BAD_REQUEST`` here.
+    """
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise bad_request(NOT_JSON) from exc
+    if not (isinstance(value, dict) or (isinstance(value, list) and all(isinstance(v, dict) for v in value))):
+        raise bad_request(NOT_AN_OBJECT)
+    if not _depth_within(value, MAX_JSON_DEPTH):
+        raise bad_request(f"The request's JSON nests deeper than {MAX_JSON_DEPTH} levels.")
+    return value
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from gateway.http.media import (
     response_media_type,
 )
 from gateway.http.persisted import PersistedQueries
-from gateway.http.requests import RequestRefused
+from gateway.http.requests import RequestRefused, parse_request_json
 
 MEDIA_TYPE = web.ResponseKey("graphql_media_type", str)
 
@@ -57,6 +57,9 @@ class GraphQLOverHTTPView(GraphQLView):
             return await self.run(request=request)
         except HTTPException as exc:
             return refused_response(request, exc)
+
+    def parse_json(self, data: str | bytes) -> Any:
+        return parse_request_json(data)
 
     async def get_sub_response(self, request: web.Request) -> web.Response:
         response = await super().get_sub_response(request)
@@ -93,6 +96,8 @@ class GraphQLOverHTTPView(GraphQLView):
         except InvalidOperationTypeError as exc:
             if exc.operation_type is OperationType.SUBSCRIPTION:
                 return subscription_over_http()
+            if exc.operation_type is OperationType.MUTATION and method == "GET":
+                raise RequestRefused(405, "Mutations are not run over GET; send them with POST.") from exc
             raise HTTPException(400, exc.as_http_error_reason(method)) from exc
         except CannotGetOperationTypeError as exc:
             raise HTTPException(400, exc.as_http_error_reason()) from exc
@@ -128,6 +133,10 @@ def refused_response(request: web.Request, exc: HTTPException) -> web.Response:
     """A request error raised before execution, as ``{"errors": [...]}`` with its status."""
     code = exc.code if isinstance(exc, RequestRefused) else "BAD_REQUEST"
     body = {"errors": [{"message": exc.reason, "extensions": {"code": code}}]}
+    headers = {"Allow": "POST"} if exc.status_code == 405 else None
     return web.json_response(
-        body, status=exc.status_code, content_type=response_media_type(request.headers.get("Accept"))
+        body,
+        status=exc.status_code,
+        headers=headers,
+        content_type=response_media_type(request.headers.get("Accept")),
     )
