@@ -6,9 +6,9 @@ import re
 
 from gateway.errors import BadUserInput
 
-LOGIN = re.compile(r"[a-z0-9][a-z0-9_.-]{2,29}")
+LOGIN = re.compile(r"^[a-z0-9][a-z0-9_.-]{2,29}$")
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-EMAIL = re.compile(rf"[^@\s]{{1,64}}@{_LABEL}(?:\.{_LABEL})+")
+EMAIL = re.compile(rf"^[^@\s]{{1,64}}@{_LABEL}(?:\.{_LABEL})+$")
 
 
 def text(value: str, field: str, *, min_len: int = 1, max_len: int, trim: bool = True) -> str:
