@@ -26,6 +26,7 @@ from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
 from gateway.http.persisted import from_settings as persisted_queries
 from gateway.http.sockets import SocketCounts
+from gateway.http.requests import ENDPOINT, Endpoint
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
 from gateway.mail import routes as mail_routes
@@ -196,22 +197,25 @@ def create_app(
         session_of=sessions.active,
     )
     drain = Drain()
-    app = web.Application(client_max_size=30 * 1024 * 1024, middlewares=[drain.middleware])
+    app = web.Application(client_max_size=settings.max_json_bytes, middlewares=[drain.middleware])
     app[SERVICES] = services
     app[READY] = asyncio.Event()
     app[DRAIN] = drain
+    schema = schema or build_schema(settings)
+    limits = QueryLimits.of(settings)
+    app[ENDPOINT] = Endpoint(schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
     view = GatewayGraphQLView(
         services,
         drain=drain,
         request_adapter=StreamingUploadAdapter,
-        schema=schema or build_schema(settings),
+        schema=schema,
         graphql_ide="graphiql",
         allow_queries_via_get=True,
         multipart_uploads_enabled=True,
         subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
         connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout_seconds),
         keep_alive_interval=settings.ws_keep_alive_seconds,
-        query_limits=QueryLimits.of(settings),
+        query_limits=limits,
         max_batch=settings.max_batch,
         max_tokens=settings.max_tokens,
         allowed_origins=settings.cors_origins,

@@ -122,6 +122,8 @@ class Settings:
     max_sockets_per_user: int = 20
     ws_keep_alive_seconds: float = 15
     ws_init_timeout_seconds: float = 10
+    # Largest JSON request body (read whole); multipart uploads stream and have their own limits.
+    max_json_bytes: int = 1024 * 1024
     # Adds extensions.cql (statements, lwtRetries) to every GraphQL response (tests and benchmarks).
     query_metrics: bool = False
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
@@ -199,6 +201,7 @@ class Settings:
             ws_init_timeout_seconds=_env_float(
                 "GATEWAY_WS_INIT_TIMEOUT_SECONDS", cls.ws_init_timeout_seconds
             ),
+            max_json_bytes=_env_int("GATEWAY_MAX_JSON_BYTES", cls.max_json_bytes),
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
             messenger_activity_slot=_env_int("MESSENGER_ACTIVITY_SLOT", cls.messenger_activity_slot),
@@ -242,6 +245,7 @@ class Settings:
             "GATEWAY_MAX_SOCKETS_PER_USER": self.max_sockets_per_user,
             "GATEWAY_WS_KEEP_ALIVE_SECONDS": self.ws_keep_alive_seconds,
             "GATEWAY_WS_INIT_TIMEOUT_SECONDS": self.ws_init_timeout_seconds,
+            "GATEWAY_MAX_JSON_BYTES": self.max_json_bytes,
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,

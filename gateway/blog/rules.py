@@ -7,9 +7,9 @@ import re
 from gateway.errors import BadUserInput
 from gateway.graph import validation
 
-SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 SLUG_MAX = 100
-TAG = re.compile(r"^[a-z0-9-]{1,30}$")
+TAG = re.compile(r"[a-z0-9-]{1,30}")
 TAGS_MAX = 10
 TITLE_MAX = 200
 BODY_MAX = 100_000
@@ -18,7 +18,7 @@ COMMENT_MAX = 4000
 
 
 def is_slug(value: str) -> bool:
-    return len(value) <= SLUG_MAX and SLUG.match(value) is not None
+    return len(value) <= SLUG_MAX and SLUG.fullmatch(value) is not None
 
 
 def slug(value: str, field: str = "slug") -> str:
@@ -44,7 +44,7 @@ def body(value: str) -> str:
 def tag(value: str, field: str = "tag") -> str:
     """A tag as stored: trimmed, lower-case, 1-30 of ``[a-z0-9-]``."""
     result = value.strip().lower()
-    if not TAG.match(result):
+    if not TAG.fullmatch(result):
         raise BadUserInput(field, f"`{field}` must be 1-30 letters, digits or hyphens.")
     return result
 

@@ -13,7 +13,7 @@ from gateway.contacts.store import BookEntry
 from gateway.errors import BadUserInput
 from gateway.graph.pagination import decode_cursor, encode_cursor
 
-_HASH_HEX = re.compile(r"^[0-9a-f]{64}$")
+_HASH_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 def contact_cursor(entry: BookEntry) -> str:
@@ -26,6 +26,6 @@ def contact_position(after: str | None) -> tuple[str, bytes] | None:
     if payload is None:
         return None
     network, digest = payload.get("n"), payload.get("h")
-    if network not in identities.NETWORKS or not isinstance(digest, str) or not _HASH_HEX.match(digest):
+    if network not in identities.NETWORKS or not isinstance(digest, str) or not _HASH_HEX.fullmatch(digest):
         raise BadUserInput("after", "Invalid cursor.")
     return network, bytes.fromhex(digest)

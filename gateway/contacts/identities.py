@@ -30,9 +30,9 @@ from gateway.graph.validation import EMAIL
 NETWORKS: tuple[str, ...] = ("tel", "email", "fb")
 
 _PHONE_PUNCTUATION = re.compile(r"[\s\-.()/]")
-_E164_DIGITS = re.compile(r"^[1-9][0-9]{6,14}$")
-_FB_ID = re.compile(r"^[0-9]{1,20}$")
-_COUNTRY_CODE = re.compile(r"^[1-9][0-9]{0,2}$")
+_E164_DIGITS = re.compile(r"[1-9][0-9]{6,14}")
+_FB_ID = re.compile(r"[0-9]{1,20}")
+_COUNTRY_CODE = re.compile(r"[1-9][0-9]{0,2}")
 #: Longer input than any id of any network is refused before any regex runs.
 RAW_ID_MAX = 254
 
@@ -53,7 +53,7 @@ def network(value: str, field: str = "network") -> str:
 def country_code(value: str) -> str:
     """A country calling code setting: "" (none) or 1-3 digits, with or without ``+``."""
     code = value.strip().removeprefix("+")
-    if code and not _COUNTRY_CODE.match(code):
+    if code and not _COUNTRY_CODE.fullmatch(code):
         raise ValueError(f"CONTACTS_DEFAULT_COUNTRY_CODE must be 1-3 digits, got {value!r}")
     return code
 
@@ -69,7 +69,7 @@ def phone(value: str, field: str, default_country_code: str = "") -> str:
     else:
         hint = "" if default_country_code else " (+<country code><number>)"
         raise BadUserInput(field, f"`{field}` must be a phone number in international format{hint}.")
-    if not _E164_DIGITS.match(digits):
+    if not _E164_DIGITS.fullmatch(digits):
         raise BadUserInput(field, f"`{field}` must be a phone number of 7-15 digits after the country code.")
     return "+" + digits
 
@@ -85,11 +85,11 @@ def normalise(network_name: str, value: str, field: str, default_country_code: s
         return phone(raw, field, default_country_code)
     if network_name == "email":
         address = raw.lower()
-        if not EMAIL.match(address):
+        if not EMAIL.fullmatch(address):
             raise BadUserInput(field, f"`{field}` must be a valid email address.")
         return address
     if network_name == "fb":
-        if not _FB_ID.match(raw):
+        if not _FB_ID.fullmatch(raw):
             raise BadUserInput(field, f"`{field}` must be a numeric Facebook id.")
         return raw
     raise AssertionError(f"unknown network {network_name!r}")

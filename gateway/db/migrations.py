@@ -23,7 +23,7 @@ from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
 
-_NAME = re.compile(r"^(\d{3,})_[a-z0-9_]+\.cql$")
+_NAME = re.compile(r"(\d{3,})_[a-z0-9_]+\.cql")
 
 #: Checksums recorded by earlier revisions of a migration file whose statements
 #: are unchanged (only comments were corrected), so keyspaces that applied an
@@ -31,7 +31,7 @@ _NAME = re.compile(r"^(\d{3,})_[a-z0-9_]+\.cql$")
 EARLIER_CHECKSUMS: dict[str, frozenset[str]] = {
     "003_rooms": frozenset({"4f03573f3739c8c7f12edd163a8c6c2dc6a4119027f17ea108e5bd9ef902b92f"}),
 }
-_KEYSPACE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
+_KEYSPACE = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,47}")
 
 
 def cql_dir() -> Path:
@@ -64,7 +64,7 @@ def load_migrations(directory: Path | None = None) -> list[Migration]:
     directory = directory or cql_dir()
     found = []
     for path in sorted(directory.glob("*.cql")):
-        match = _NAME.match(path.name)
+        match = _NAME.fullmatch(path.name)
         if not match:
             raise ValueError(f"{path.name}: migration files are named NNN_description.cql")
         text = path.read_text(encoding="utf-8")
@@ -101,7 +101,7 @@ def migrate(db: Database, keyspace: str | None = None) -> list[str]:
     Blocking (run it in a thread from async code). Returns the versions applied now.
     """
     keyspace = keyspace or db.settings.keyspace
-    if not _KEYSPACE.match(keyspace):
+    if not _KEYSPACE.fullmatch(keyspace):
         raise ValueError(f"invalid keyspace name {keyspace!r}")
     session = db.session
     session.execute(
@@ -140,6 +140,6 @@ def migrate(db: Database, keyspace: str | None = None) -> list[str]:
 
 
 def drop_keyspace(db: Database, keyspace: str) -> None:
-    if not _KEYSPACE.match(keyspace):
+    if not _KEYSPACE.fullmatch(keyspace):
         raise ValueError(f"invalid keyspace name {keyspace!r}")
     db.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)

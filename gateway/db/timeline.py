@@ -28,11 +28,11 @@ from gateway.db.session import Database, Params, Row
 
 T = TypeVar("T")
 
-_SECONDS = re.compile(r"^([1-9][0-9]*)s$")
+_SECONDS = re.compile(r"([1-9][0-9]*)s")
 
 
 def validate_granularity(granularity: str) -> str:
-    if granularity in {"month", "day"} or _SECONDS.match(granularity):
+    if granularity in {"month", "day"} or _SECONDS.fullmatch(granularity):
         return granularity
     raise ValueError(f"bucket granularity must be 'month', 'day' or '<N>s', got {granularity!r}")
 
@@ -46,7 +46,7 @@ def bucket_of(moment: datetime, granularity: str) -> int:
         return moment.year * 100 + moment.month
     if granularity == "day":
         return (moment.year * 100 + moment.month) * 100 + moment.day
-    match = _SECONDS.match(granularity)
+    match = _SECONDS.fullmatch(granularity)
     if not match:
         raise ValueError(f"unknown bucket granularity {granularity!r}")
     size = int(match.group(1))

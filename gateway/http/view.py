@@ -4,8 +4,11 @@ Strawberry's aiohttp view answers every result ``application/json`` with status
 200 and a ``data`` key, and runs a subscription sent over plain HTTP as if it
 were a query. This subclass changes only that: it negotiates the media type
 (:mod:`gateway.http.media`), drops ``data`` from request errors and gives them
-their status, resolves persisted queries (:mod:`gateway.http.persisted`), and
-answers subscriptions over HTTP with a ``BAD_REQUEST`` error.
+their status, resolves persisted queries (:mod:`gateway.http.persisted`),
+answers subscriptions over HTTP with a ``BAD_REQUEST`` error, and answers a
+request refused before GraphQL sees it (malformed JSON or multipart, a body
+over its limit, an unsupported content type) as a coded GraphQL error with its
+4xx status rather than Strawberry's plain-text body.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from gateway.http.media import (
     response_media_type,
 )
 from gateway.http.persisted import PersistedQueries
+from gateway.http.requests import RequestRefused, parse_request_json
 
 MEDIA_TYPE = web.ResponseKey("graphql_media_type", str)
 
@@ -47,6 +51,15 @@ class GraphQLOverHTTPView(GraphQLView):
     def __init__(self, *, persisted_queries: PersistedQueries | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.persisted_queries = persisted_queries or PersistedQueries()
+
+    async def __call__(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self.run(request=request)
+        except HTTPException as exc:
+            return refused_response(request, exc)
+
+    def parse_json(self, data: str | bytes) -> Any:
+        return parse_request_json(data)
 
     async def get_sub_response(self, request: web.Request) -> web.Response:
         response = await super().get_sub_response(request)
@@ -83,6 +96,8 @@ class GraphQLOverHTTPView(GraphQLView):
         except InvalidOperationTypeError as exc:
             if exc.operation_type is OperationType.SUBSCRIPTION:
                 return subscription_over_http()
+            if exc.operation_type is OperationType.MUTATION and method == "GET":
+                raise RequestRefused(405, "Mutations are not run over GET; send them with POST.") from exc
             raise HTTPException(400, exc.as_http_error_reason(method)) from exc
         except CannotGetOperationTypeError as exc:
             raise HTTPException(400, exc.as_http_error_reason()) from exc
@@ -112,3 +127,16 @@ class GraphQLOverHTTPView(GraphQLView):
                 ]
                 response.set_status(request_error_status(codes))
         return response
+
+
+def refused_response(request: web.Request, exc: HTTPException) -> web.Response:
+    """A request error raised before execution, as ``{"errors": [...]}`` with its status."""
+    code = exc.code if isinstance(exc, RequestRefused) else "BAD_REQUEST"
+    body = {"errors": [{"message": exc.reason, "extensions": {"code": code}}]}
+    headers = {"Allow": "POST"} if exc.status_code == 405 else None
+    return web.json_response(
+        body,
+        status=exc.status_code,
+        headers=headers,
+        content_type=response_media_type(request.headers.get("Accept")),
+    )

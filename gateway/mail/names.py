@@ -12,7 +12,7 @@ MAX_FILENAME = 255
 FALLBACK_FILENAME = "attachment"
 OCTET_STREAM = "application/octet-stream"
 
-_CONTENT_TYPE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$")
+_CONTENT_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}")
 
 
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -67,7 +67,7 @@ def unique_filenames(names: Iterable[str]) -> list[str]:
 def content_type_of(declared: str | None, filename: str) -> str:
     """The declared media type when it is well-formed and specific, else a guess from the name."""
     value = (declared or "").split(";")[0].strip().lower()
-    if value and value != OCTET_STREAM and _CONTENT_TYPE.match(value):
+    if value and value != OCTET_STREAM and _CONTENT_TYPE.fullmatch(value):
         return value
     guessed, _ = mimetypes.guess_type(filename, strict=False)
     return guessed or OCTET_STREAM

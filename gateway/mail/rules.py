@@ -14,8 +14,8 @@ from gateway.graph import validation
 from gateway.mail.records import DEFAULT_COLOR
 from gateway.mail.uploads import MAX_FILES, RefusedUpload, StoredUpload
 
-LABEL = re.compile(r"^[a-z0-9][a-z0-9_-]{0,29}$")
-COLOR = re.compile(r"^#[0-9a-f]{6}$")
+LABEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,29}")
+COLOR = re.compile(r"#[0-9a-f]{6}")
 MAX_RECIPIENTS = 100
 SUBJECT_MAX = 200
 BODY_MAX = 100_000
@@ -31,7 +31,7 @@ def label(value: str, field: str) -> str:
 def label_or_none(value: str) -> str | None:
     """The label to look a folder up by; None for one no folder can have."""
     key = value.strip().lower()
-    return key if LABEL.match(key) else None
+    return key if LABEL.fullmatch(key) else None
 
 
 def color(value: str | None) -> str:

@@ -12,6 +12,7 @@ from uuid import UUID
 
 from gateway.db import clock
 from gateway.db.clock import new_timeuuid
+from gateway.db.keyed_locks import KeyedLocks
 from gateway.errors import BadUserInput, Conflict, NotFound
 from gateway.mail.names import unique_filenames
 from gateway.mail.records import SYSTEM_FOLDERS, AttachmentRecord, EmailRecord, FolderRecord, Placement
@@ -20,6 +21,14 @@ from gateway.mail.uploads import StoredUpload
 from gateway.users.store import UserRecord
 
 MAX_FOLDERS = 100
+
+#: Serialises each user's folder creations in this process, so the count a
+#: creation checks cannot change under it: the cap is exact within one gateway
+#: process. Across P processes creating folders for the same user at the same
+#: instant it is soft, by at most P - 1 folders (one racer per other process);
+#: an exact cross-process cap would need an LWT-guarded counter on every
+#: creation and deletion, more than a cap on labels is worth.
+_FOLDER_CREATIONS = KeyedLocks(wait_seconds=10.0)
 
 #: Looks logins up (in the request's batching loader): a record, or None, for each.
 FindUsers = Callable[[list[str]], Awaitable[Sequence[UserRecord | None]]]
@@ -33,10 +42,11 @@ class MailService:
     async def create_folder(self, login: str, label: str, color: str) -> FolderRecord:
         if label in SYSTEM_FOLDERS:
             raise Conflict(f"You have a folder '{label}' already.", field="label")
-        if await self.store.count_folders(login) >= MAX_FOLDERS:
-            raise BadUserInput("label", f"You may have at most {MAX_FOLDERS} folders of your own.")
-        if not await self.store.create_folder(login, label, color, clock.now()):
-            raise Conflict(f"You have a folder '{label}' already.", field="label")
+        async with _FOLDER_CREATIONS.hold(login):
+            if await self.store.count_folders(login) >= MAX_FOLDERS:
+                raise BadUserInput("label", f"You may have at most {MAX_FOLDERS} folders of your own.")
+            if not await self.store.create_folder(login, label, color, clock.now()):
+                raise Conflict(f"You have a folder '{label}' already.", field="label")
         return FolderRecord(label, color)
 
     async def visible_email(self, login: str, email_id: UUID | None) -> EmailRecord | None:

@@ -3,35 +3,42 @@
 Strawberry's aiohttp view reads every uploaded file whole into a ``BytesIO``
 before the operation runs, so one 25 MB attachment costs 25 MB of gateway
 memory. :class:`StreamingUploadAdapter` is the view's request adapter instead
-(``gateway/app.py`` builds the view with it):
-it reads the multipart body itself, keeps the small ``operations`` and ``map``
-fields, and pipes each file part straight into ``attachment_chunks`` one
-1000 KiB chunk at a time. Resolvers receive a :class:`StoredUpload` (what was
-stored) or a :class:`RefusedUpload` (why nothing was) in place of the file.
+(``gateway/app.py`` builds the view with it). It reads the multipart body in
+the spec's order and refuses anything else with ``BAD_REQUEST``:
 
-Only signed-in callers get anything stored. Reading stops at the first file
-that is refused (too large, too many files), so the rest of the body is never
-read into the gateway. Stored uploads that no resolver claims (the operation
-failed validation, or did not use them) are deleted when the request ends by
-:func:`discard_unclaimed_uploads`.
+1. ``operations`` (at most ``GATEWAY_MAX_JSON_BYTES``) and ``map`` (64 KiB);
+2. the operation is checked (:func:`gateway.http.multipart.upload_targets`):
+   a valid mutation whose every mapped file lands on an ``Upload`` variable;
+3. the caller is authenticated: an anonymous caller's files are never read,
+   and the operation runs with each replaced by a :class:`RefusedUpload`
+   (``sendEmail`` then answers ``UNAUTHENTICATED``);
+4. only then each file part, which must be named in ``map``, is piped
+   straight into ``attachment_chunks`` one 1000 KiB chunk at a time.
+
+Resolvers receive a :class:`StoredUpload` (what was stored) or a
+:class:`RefusedUpload` (why nothing was) in place of the file. Reading stops at
+the first file that is refused (too large, too many files), so the rest of the
+body is never read into the gateway. Stored uploads that no resolver claims
+(the request was refused after a file, the operation failed, or did not use
+them) are deleted when the request ends by :func:`discard_unclaimed_uploads`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from aiohttp import web
-from aiohttp.multipart import BodyPartReader
-from cross_web import AiohttpHTTPRequestAdapter, FormData
+from aiohttp.multipart import BodyPartReader, MultipartReader
+from cross_web import FormData
 
 from gateway.db.clock import new_timeuuid
 from gateway.graph.context import bearer_token
+from gateway.http.multipart import MAX_MAP_BYTES, SPEC_ORDER, parse_map, parse_operations, upload_targets
+from gateway.http.requests import ENDPOINT, BoundedRequestAdapter, bad_request, too_large
 from gateway.mail.attachments import MAX_ATTACHMENT_BYTES, AttachmentStore, TooLarge
 from gateway.mail.names import content_type_of, decode_client_filename, sanitize_filename
 
@@ -39,8 +46,6 @@ log = logging.getLogger(__name__)
 
 #: The most files one request may upload.
 MAX_FILES = 20
-#: The most bytes a non-file form field (``operations``, ``map``) may have.
-MAX_FORM_FIELD = 1024 * 1024
 
 
 @dataclass
@@ -73,51 +78,27 @@ UPLOAD_SINK = web.AppKey("mail_upload_sink", UploadSink)
 STAGED_UPLOADS = web.RequestKey("mail_staged_uploads", list)
 
 
-class StreamingUploadAdapter(AiohttpHTTPRequestAdapter):
+class StreamingUploadAdapter(BoundedRequestAdapter):
     async def get_form_data(self) -> FormData:
         if self._form_data is not None:
             return self._form_data
         if not (self.content_type or "").startswith("multipart/form-data"):
             return await super().get_form_data()
+        endpoint = self.request.app[ENDPOINT]
         sink = self.request.app[UPLOAD_SINK]
         staged: list[StoredUpload] = []
         self.request[STAGED_UPLOADS] = staged
-        form: dict[str, Any] = {}
-        files: dict[str, Any] = {}
-        refusal = None if await self._viewer(sink) else "Sign in to upload files."
         reader = await self.request.multipart()
-        while (part := await reader.next()) is not None:
-            if not isinstance(part, BodyPartReader) or not part.name:
-                raise ValueError("every part needs a name; nested multipart is not supported")
-            if part.filename is None:
-                form[part.name] = await _read_text(part)
-                continue
-            filename = sanitize_filename(decode_client_filename(part.filename))
-            if refusal is None and len(staged) >= MAX_FILES:
-                refusal = f"At most {MAX_FILES} files per request."
-            if refusal is not None:
-                files[part.name] = RefusedUpload(filename, refusal)
-                break
-            attachment_id = new_timeuuid()
-            try:
-                size, chunk_count = await sink.attachments.write_stream(attachment_id, part.read_chunk)
-            except TooLarge:
-                refusal = f"`{filename}` is larger than {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MB."
-                files[part.name] = RefusedUpload(filename, refusal)
-                break
-            upload = StoredUpload(
-                filename=filename,
-                content_type=content_type_of(part.headers.get("Content-Type"), filename),
-                size=size,
-                chunk_count=chunk_count,
-                attachment_id=attachment_id,
-            )
-            staged.append(upload)
-            files[part.name] = upload
-        if refusal is not None:
-            for name in _mapped_names(form.get("map")):
-                files.setdefault(name, RefusedUpload(name, refusal))
-        self._form_data = FormData(files=files, form=form)
+        operations = await _leading_field(reader, "operations", endpoint.max_json_bytes)
+        raw_map = await _leading_field(reader, "map", MAX_MAP_BYTES)
+        mapping = parse_map(raw_map)
+        upload_targets(endpoint, parse_operations(operations), mapping)
+        form = {"operations": operations, "map": raw_map}
+        if mapping and not await self._viewer(sink):
+            refused = {name: RefusedUpload(name, "Sign in to upload files.") for name in mapping}
+            self._form_data = FormData(files=refused, form=form)
+            return self._form_data
+        self._form_data = FormData(files=await _stream_files(reader, mapping, sink, staged), form=form)
         return self._form_data
 
     async def _viewer(self, sink: UploadSink) -> str | None:
@@ -125,22 +106,58 @@ class StreamingUploadAdapter(AiohttpHTTPRequestAdapter):
         return await sink.authenticate(token) if token else None
 
 
-async def _read_text(part: BodyPartReader) -> str:
+async def _leading_field(reader: MultipartReader, name: str, limit: int) -> str:
+    part = await reader.next()
+    if not isinstance(part, BodyPartReader) or part.name != name or part.filename is not None:
+        raise bad_request(SPEC_ORDER)
     data = bytearray()
     while chunk := await part.read_chunk():
         data += chunk
-        if len(data) > MAX_FORM_FIELD:
-            raise ValueError(f"form field {part.name!r} is larger than {MAX_FORM_FIELD} bytes")
-    return data.decode(part.get_charset(default="utf-8"))
-
-
-def _mapped_names(raw: Any) -> list[str]:
-    """The file field names of the multipart request's ``map`` (those never read too)."""
+        if len(data) > limit:
+            raise too_large(f"`{name}`", limit)
     try:
-        mapping = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
-        return []
-    return [str(name) for name in mapping] if isinstance(mapping, dict) else []
+        return data.decode(part.get_charset(default="utf-8"))
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise bad_request(f"`{name}` is not text in its declared charset.") from exc
+
+
+async def _stream_files(
+    reader: MultipartReader, mapping: dict[str, list[str]], sink: UploadSink, staged: list[StoredUpload]
+) -> dict[str, StoredUpload | RefusedUpload]:
+    """Each file part the map names, stored; refused ones (and the rest) as :class:`RefusedUpload`."""
+    files: dict[str, StoredUpload | RefusedUpload] = {}
+    refusal: str | None = None
+    while (part := await reader.next()) is not None:
+        if not isinstance(part, BodyPartReader) or part.name not in mapping or part.name in files:
+            name = getattr(part, "name", None)
+            raise bad_request(f"Part {name!r} is not a file the `map` names. {SPEC_ORDER}")
+        filename = sanitize_filename(decode_client_filename(part.filename or ""))
+        if len(staged) >= MAX_FILES:
+            refusal = f"At most {MAX_FILES} files per request."
+            files[part.name] = RefusedUpload(filename, refusal)
+            break
+        attachment_id = new_timeuuid()
+        try:
+            size, chunk_count = await sink.attachments.write_stream(attachment_id, part.read_chunk)
+        except TooLarge:
+            refusal = f"`{filename}` is larger than {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MB."
+            files[part.name] = RefusedUpload(filename, refusal)
+            break
+        upload = StoredUpload(
+            filename=filename,
+            content_type=content_type_of(part.headers.get("Content-Type"), filename),
+            size=size,
+            chunk_count=chunk_count,
+            attachment_id=attachment_id,
+        )
+        staged.append(upload)
+        files[part.name] = upload
+    missing = [name for name in mapping if name not in files]
+    if refusal is not None:
+        files.update((name, RefusedUpload(name, refusal)) for name in missing)
+    elif missing:
+        raise bad_request(f"The `map` names files the body does not contain: {', '.join(missing)}.")
+    return files
 
 
 @web.middleware
@@ -164,4 +181,3 @@ async def discard_unclaimed_uploads(
             for upload, result in zip(unclaimed, results, strict=True):
                 if isinstance(result, BaseException):
                     log.warning("could not delete unclaimed upload %s: %s", upload.attachment_id, result)
-

@@ -77,7 +77,7 @@ def checked_paging_state(raw: bytes, key_pattern: re.Pattern[str]) -> bytes:
         key = key_bytes.decode("ascii")
     except UnicodeDecodeError as exc:
         raise InvalidPagingState("partition key is not a room name") from exc
-    if not key_pattern.match(key):
+    if not key_pattern.fullmatch(key):
         raise InvalidPagingState("partition key is not a room name")
     mark_length, offset = _read_unsigned_vint(raw, offset + key_length)
     if mark_length != 0:

@@ -6,7 +6,7 @@ import re
 
 from gateway.graph import validation
 
-ROOM_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{2,30}$")
+ROOM_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{2,30}")
 BANNER_MAX = 200
 CONTENT_MAX = 4000
 
