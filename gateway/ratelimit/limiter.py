@@ -1,8 +1,8 @@
 """The one interface every rate limit goes through, and its in-process implementation.
 
 A :class:`RateLimiter` keeps two kinds of state per key: token buckets
-(:meth:`~RateLimiter.take`) and failure back-off (:meth:`~RateLimiter.fail`,
-:meth:`~RateLimiter.penalty`, :meth:`~RateLimiter.forgive`). Each call is one
+(:meth:`~RateLimiter.take`) and failure back-off (:meth:`~RateLimiter.attempt`,
+:meth:`~RateLimiter.forgive`). Each call is one
 atomic read-modify-write of one key, so a broker-backed limiter (a Redis script
 per method) shares the same limits between processes without changing callers.
 """
@@ -53,12 +53,10 @@ class RateLimiter(Protocol):
         asks whether one token is left. A refusal takes nothing."""
         ...
 
-    async def penalty(self, key: str, backoff: Backoff) -> Decision:
-        """Whether ``key`` may try again now, after its recorded failures."""
-        ...
-
-    async def fail(self, key: str, backoff: Backoff) -> None:
-        """Record one more failure of ``key``."""
+    async def attempt(self, key: str, backoff: Backoff) -> Decision:
+        """Refuse while ``key`` waits out its failures; otherwise count this attempt as
+        one more failure until :meth:`forgive` says it succeeded. Counting it up front
+        means concurrent attempts cannot all slip in before the first one fails."""
         ...
 
     async def forgive(self, key: str, backoff: Backoff) -> None:
@@ -111,21 +109,18 @@ class InProcessRateLimiter:
         self._remember(key, _Bucket(tokens - cost, now))
         return Decision(True)
 
-    async def penalty(self, key: str, backoff: Backoff) -> Decision:
-        strikes = self._state.get(f"{backoff.name}:{key}")
-        if not isinstance(strikes, _Strikes):
-            return Decision(True)
-        wait = strikes.last + backoff.delay(strikes.failures) - self._clock()
-        return Decision(True) if wait <= 0 else Decision(False, wait)
-
-    async def fail(self, key: str, backoff: Backoff) -> None:
+    async def attempt(self, key: str, backoff: Backoff) -> Decision:
         key = f"{backoff.name}:{key}"
         strikes = self._state.get(key)
         now = self._clock()
-        failures = strikes.failures if isinstance(strikes, _Strikes) else 0
-        if isinstance(strikes, _Strikes) and now - strikes.last > FORGET_AFTER:
-            failures = 0
+        failures = 0
+        if isinstance(strikes, _Strikes) and now - strikes.last <= FORGET_AFTER:
+            failures = strikes.failures
+            wait = strikes.last + backoff.delay(failures) - now
+            if wait > 0:
+                return Decision(False, wait)
         self._remember(key, _Strikes(failures + 1, now))
+        return Decision(True)
 
     async def forgive(self, key: str, backoff: Backoff) -> None:
         self._state.pop(f"{backoff.name}:{key}", None)

@@ -66,19 +66,24 @@ class RateLimits:
         rule = self.rules[limit]
         if rule is None:
             return
+        if cost > rule.capacity:
+            raise RateLimited(
+                rule.period,
+                f"This request needs {cost} at once; at most {rule.capacity} are allowed "
+                f"per {rule.period:g} s.",
+            )
         decision = await self.limiter.take(key, rule, cost)
         if not decision.allowed:
             raise RateLimited(decision.retry_after)
 
     # -- signIn: growing back-off per login ---------------------------------
 
-    async def before_sign_in(self, login: str) -> None:
-        decision = await self.limiter.penalty(login, self.backoff)
+    async def begin_sign_in(self, login: str) -> None:
+        """Raise RateLimited while ``login`` waits out its failures; otherwise this
+        attempt counts as a failure until :meth:`sign_in_succeeded`."""
+        decision = await self.limiter.attempt(login, self.backoff)
         if not decision.allowed:
             raise RateLimited(decision.retry_after)
-
-    async def sign_in_failed(self, login: str) -> None:
-        await self.limiter.fail(login, self.backoff)
 
     async def sign_in_succeeded(self, login: str) -> None:
         await self.limiter.forgive(login, self.backoff)

@@ -184,14 +184,12 @@ class UserMutation:
         key = rules.login_or_none(login)
         # Unknown and malformed logins are throttled alike, so throttling reveals no login.
         throttled = key or login.strip().lower()[:100]
-        limits = context.rate_limits
-        await limits.before_sign_in(throttled)
+        await context.rate_limits.begin_sign_in(throttled)
         record = await context.store(UserStore).get(key) if key else None
         ok = await verify_password(context.settings, record.password_hash if record else None, password)
         if not ok or record is None:
-            await limits.sign_in_failed(throttled)
             raise Unauthenticated(WRONG_CREDENTIALS)
-        await limits.sign_in_succeeded(throttled)
+        await context.rate_limits.sign_in_succeeded(throttled)
         return await _start_session(info, record)
 
     @strawberry.mutation(description="Revoke the token this request was sent with.")
