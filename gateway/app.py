@@ -25,8 +25,8 @@ from gateway.graphiql import add_static_routes, render_graphiql
 from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
 from gateway.http.persisted import from_settings as persisted_queries
-from gateway.http.sockets import SocketCounts
 from gateway.http.requests import ENDPOINT, Endpoint
+from gateway.http.sockets import SocketCounts
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
 from gateway.mail import routes as mail_routes

@@ -7,6 +7,8 @@ argument or input field the error is about, when there is one.
 
 from __future__ import annotations
 
+import math
+
 
 class GatewayError(Exception):
     """An error whose message is meant for the client, unchanged."""
@@ -48,3 +50,11 @@ class BrokerUnavailable(GatewayError):
 
     def __init__(self, message: str = "Live updates are unavailable right now; resubscribe later.") -> None:
         super().__init__(message)
+
+
+class RateLimited(GatewayError):
+    """Too many attempts: the client may try again in ``retry_after`` whole seconds (at least 1)."""
+
+    def __init__(self, retry_after: float, message: str | None = None) -> None:
+        self.retry_after = max(1, math.ceil(retry_after))
+        super().__init__(message or f"Too many attempts; try again in {self.retry_after} s.")

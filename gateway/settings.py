@@ -10,7 +10,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway.http.client_address import parse_networks
 from gateway.http.origins import cors_problems
+from gateway.ratelimit.rates import parse_rate
 
 
 def _env(name: str, default: str) -> str:
@@ -146,6 +148,25 @@ class Settings:
     mail_bucket: str = "month"
     # Seed demo data on `gateway serve --seed`.
     seed: bool = False
+    # Proxies (IPs or CIDRs) whose X-Forwarded-For names the client (gateway/http/client_address.py).
+    trusted_proxies: tuple[str, ...] = ()
+    # Rate limits, '<count>/<period>' or 'off' (gateway/ratelimit/): per client address ...
+    rate_sign_in: str = "30/m"
+    rate_sign_up: str = "20/h"
+    rate_comments: str = "20/10m"
+    # ... and per user.
+    rate_sends: str = "120/m"
+    rate_uploads: str = "60/h"
+    rate_verification_requests: str = "5/h"
+    rate_wrong_codes: str = "10/h"
+    rate_identity_lookups: str = "1000/d"
+    # signIn back-off per login: free failures, then base seconds doubling up to the ceiling.
+    sign_in_free_failures: int = 5
+    sign_in_backoff: float = 1.0
+    sign_in_backoff_max: float = 900.0
+    # Password hashing: its own threads (0: one per core) and how many may wait for one.
+    password_threads: int = 0
+    password_queue: int = 32
 
     @property
     def embedded(self) -> bool:
@@ -158,6 +179,19 @@ class Settings:
         if self.introspection is not None:
             return self.introspection
         return self.trusted_documents is None
+
+    def rate_variables(self) -> dict[str, str]:
+        """Each rate limit's environment variable and value."""
+        return {
+            "GATEWAY_RATE_SIGN_IN": self.rate_sign_in,
+            "GATEWAY_RATE_SIGN_UP": self.rate_sign_up,
+            "GATEWAY_RATE_COMMENTS": self.rate_comments,
+            "GATEWAY_RATE_SENDS": self.rate_sends,
+            "GATEWAY_RATE_UPLOADS": self.rate_uploads,
+            "GATEWAY_RATE_VERIFICATION_REQUESTS": self.rate_verification_requests,
+            "GATEWAY_RATE_WRONG_CODES": self.rate_wrong_codes,
+            "GATEWAY_RATE_IDENTITY_LOOKUPS": self.rate_identity_lookups,
+        }
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -217,6 +251,24 @@ class Settings:
             room_max_participants=_env_int("ROOM_MAX_PARTICIPANTS", cls.room_max_participants),
             rooms_per_user_max=_env_int("ROOMS_PER_USER_MAX", cls.rooms_per_user_max),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
+            trusted_proxies=tuple(
+                p.strip() for p in _env("GATEWAY_TRUSTED_PROXIES", "").split(",") if p.strip()
+            ),
+            rate_sign_in=_env("GATEWAY_RATE_SIGN_IN", cls.rate_sign_in),
+            rate_sign_up=_env("GATEWAY_RATE_SIGN_UP", cls.rate_sign_up),
+            rate_comments=_env("GATEWAY_RATE_COMMENTS", cls.rate_comments),
+            rate_sends=_env("GATEWAY_RATE_SENDS", cls.rate_sends),
+            rate_uploads=_env("GATEWAY_RATE_UPLOADS", cls.rate_uploads),
+            rate_verification_requests=_env(
+                "GATEWAY_RATE_VERIFICATION_REQUESTS", cls.rate_verification_requests
+            ),
+            rate_wrong_codes=_env("GATEWAY_RATE_WRONG_CODES", cls.rate_wrong_codes),
+            rate_identity_lookups=_env("GATEWAY_RATE_IDENTITY_LOOKUPS", cls.rate_identity_lookups),
+            sign_in_free_failures=_env_int("GATEWAY_SIGN_IN_FREE_FAILURES", cls.sign_in_free_failures),
+            sign_in_backoff=_env_float("GATEWAY_SIGN_IN_BACKOFF", cls.sign_in_backoff),
+            sign_in_backoff_max=_env_float("GATEWAY_SIGN_IN_BACKOFF_MAX", cls.sign_in_backoff_max),
+            password_threads=_env_int("GATEWAY_PASSWORD_THREADS", cls.password_threads),
+            password_queue=_env_int("GATEWAY_PASSWORD_QUEUE", cls.password_queue),
         )
 
     def validate(self) -> Settings:
@@ -252,6 +304,8 @@ class Settings:
             "MESSENGER_ACTIVITY_SLOT": self.messenger_activity_slot,
             "ROOM_MAX_PARTICIPANTS": self.room_max_participants,
             "ROOMS_PER_USER_MAX": self.rooms_per_user_max,
+            "GATEWAY_SIGN_IN_BACKOFF": self.sign_in_backoff,
+            "GATEWAY_SIGN_IN_BACKOFF_MAX": self.sign_in_backoff_max,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
         if 0 < self.session_ttl_days * 86400 < 1:
@@ -292,6 +346,28 @@ class Settings:
         if self.trusted_documents is not None and not self.trusted_documents.is_file():
             name = "GATEWAY_TRUSTED_DOCUMENTS"
             problems.append((name, f"{name}: no such file {self.trusted_documents}"))
+        not_negative = {
+            "GATEWAY_SIGN_IN_FREE_FAILURES": self.sign_in_free_failures,
+            "GATEWAY_PASSWORD_THREADS": self.password_threads,
+            "GATEWAY_PASSWORD_QUEUE": self.password_queue,
+        }
+        problems += [(n, f"{n} must be 0 or more, got {v}") for n, v in not_negative.items() if v < 0]
+        for name, value in self.rate_variables().items():
+            try:
+                parse_rate(name, value)
+            except ValueError as exc:
+                problems.append((name, f"{name}: {exc}"))
+        try:
+            parse_networks(self.trusted_proxies)
+        except ValueError as exc:
+            problems.append(("GATEWAY_TRUSTED_PROXIES", f"GATEWAY_TRUSTED_PROXIES: {exc}"))
+        if not self.embedded and self.contacts_identity_pepper == Settings.contacts_identity_pepper:
+            name = "CONTACTS_IDENTITY_PEPPER"
+            problems.append((
+                name,
+                f"{name} must be set to a secret of your own on a real cluster (CASSANDRA_CONTACT_POINTS "
+                "is set): with the public default, identity hashes are reversed by trying every number",
+            ))
         if problems:
             raise SettingsError(problems[0][0], "; ".join(message for _, message in problems))
         return self

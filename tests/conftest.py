@@ -19,10 +19,18 @@ from aiohttp.test_utils import TestServer
 
 from gateway.app import READY, SERVICES, create_app
 from gateway.db.migrations import drop_keyspace
+from gateway.ratelimit.policy import Limit
 from gateway.settings import Settings
 from tests.client import Api
 
 ServerFactory = Callable[..., Awaitable[tuple[Api, web.Application]]]
+
+#: Rate limits the suite never reaches: every test comes from 127.0.0.1, and the
+#: concurrency tests send in bursts. The tests of the limits start gateways of their own.
+GENEROUS_LIMITS: dict[str, Any] = {
+    **{limit.value: "100000/s" for limit in Limit},
+    "password_queue": 10000,
+}
 
 
 @pytest.fixture(scope="session")
@@ -37,6 +45,9 @@ def base_settings() -> Settings:
         argon2_time_cost=1,
         argon2_memory_cost_kib=8192,
         argon2_parallelism=1,
+        # A real cluster needs a pepper of its own; the test keyspace is thrown away.
+        contacts_identity_pepper=os.environ.get("CONTACTS_IDENTITY_PEPPER") or "test-suite-pepper",
+        **GENEROUS_LIMITS,
     )
     if settings.embedded:
         from devnode.cassandra import CassandraNode

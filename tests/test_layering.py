@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "gateway"
 #: Packages under ``gateway/`` that every domain builds on; everything else that is a package is a domain.
-LOWER_LAYERS = ("db", "graph")
+LOWER_LAYERS = ("db", "graph", "http", "ratelimit")
 #: The composition root and the application: they import everything, nothing imports them.
 TOP = ("gateway.schema", "gateway.app", "gateway.__main__")
 #: Module names (last part) of the domain layer under the GraphQL adapters; ``*_store`` counts as ``store``.

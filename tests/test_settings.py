@@ -21,6 +21,10 @@ from tests.cli import run_cli
         ("MAIL_BUCKET", "week", "MAIL_BUCKET must be 'month', 'day' or '<N>s', got 'week'"),
         ("GATEWAY_BROKER_URL", "localhost:6379", "GATEWAY_BROKER_URL must be redis://host:port/db"),
         ("GATEWAY_DRAIN_SECONDS", "-1", "GATEWAY_DRAIN_SECONDS must be 0 or more, got -1.0"),
+        ("GATEWAY_RATE_SENDS", "lots", "GATEWAY_RATE_SENDS: expected '<count>/<period>'"),
+        ("GATEWAY_TRUSTED_PROXIES", "10.0.0.1,x", "GATEWAY_TRUSTED_PROXIES: not an IP address or CIDR: 'x'"),
+        ("GATEWAY_PASSWORD_QUEUE", "-1", "GATEWAY_PASSWORD_QUEUE must be 0 or more, got -1"),
+        ("CONTACTS_IDENTITY_PEPPER", "", "CONTACTS_IDENTITY_PEPPER must be set to a secret of your own"),
     ],
 )
 async def test_cli_names_the_bad_variable(
@@ -45,3 +49,14 @@ def test_create_app_rejects_invalid_settings(base_settings: Settings) -> None:
         create_app(replace(base_settings, room_bucket="fortnight", redis_port=-1))
     assert raised.value.variable == "GATEWAY_REDIS_PORT"
     assert "ROOM_BUCKET must be 'month', 'day' or '<N>s', got 'fortnight'" in raised.value.message
+
+
+def test_a_real_cluster_needs_a_pepper_of_its_own(base_settings: Settings) -> None:
+    cluster = replace(base_settings, contact_points=("10.0.0.11",))
+    with pytest.raises(SettingsError) as raised:
+        create_app(replace(cluster, contacts_identity_pepper=Settings.contacts_identity_pepper))
+    assert raised.value.variable == "CONTACTS_IDENTITY_PEPPER"
+    create_app(replace(cluster, contacts_identity_pepper="a-secret-of-our-own"))
+    default_pepper = Settings.contacts_identity_pepper
+    # The embedded development node accepts the default.
+    create_app(replace(base_settings, contact_points=(), contacts_identity_pepper=default_pepper))

@@ -18,6 +18,7 @@ from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
 from gateway.graph.pagination import Connection, page_size, position_cursor
 from gateway.graph.selection import selects
+from gateway.ratelimit.policy import Limit
 from gateway.users.schema import User, require_user, users_by_login
 
 POSTS_PAGE = 10
@@ -229,6 +230,7 @@ class BlogMutation:
         name = rules.commenter_name(input.name)
         email = rules.commenter_email(input.email)
         text = rules.comment_text(input.text)
+        await context.rate_limit(Limit.COMMENT)
         if await context.loader(post_loader).load(key) is None:
             raise NotFound(f"No post '{key}'.")
         record = await context.store(CommentStore).add(key, name=name, email=email, text=text)

@@ -69,6 +69,9 @@ class SyncResult:
 
 
 Publish = Callable[[str, Discovery], Awaitable[None]]
+#: Charges a user for identities an upload answers with their owner (the count; 0 asks
+#: whether anything is left); raises RateLimited when over the limit.
+ChargeLookups = Callable[[int], Awaitable[None]]
 
 
 class ContactDirectory:
@@ -77,8 +80,6 @@ class ContactDirectory:
     def __init__(self, db: Database, settings: Settings) -> None:
         self.store = ContactStore(db, settings)
         self.pepper = settings.contacts_identity_pepper.encode()
-        if not settings.embedded and settings.contacts_identity_pepper == Settings.contacts_identity_pepper:
-            log.warning("CONTACTS_IDENTITY_PEPPER is the development default; set a secret of your own")
         self.country_code = identities.country_code(settings.contacts_default_country_code)
 
     def identity(self, network: str, network_id: str, field: str = "networkId") -> tuple[Identity, bytes]:
@@ -165,10 +166,19 @@ class ContactDirectory:
         return name, parsed
 
     async def upload_contacts(
-        self, login: str, network: str, contacts: Sequence[UploadedContact]
+        self,
+        login: str,
+        network: str,
+        contacts: Sequence[UploadedContact],
+        charge_lookups: ChargeLookups | None = None,
     ) -> SyncResult:
         """Replace the viewer's book of ``network``; returns it with owners, and the users
-        this upload discovered (owners not yet known from an earlier upload or link)."""
+        this upload discovered (owners not yet known from an earlier upload or link).
+
+        ``charge_lookups`` pays for the identities this upload newly answers with a user
+        (its book had no owner for them): asked before anything is written whether the
+        user has any left, and charged before the book is written; refusing then leaves
+        only index rows, which are harmless."""
         network, parsed = self.parse_contacts(network, contacts)
         lease = await self.store.acquire_upload_lease(login, network)
         if lease is None:
@@ -177,13 +187,18 @@ class ContactDirectory:
                 field="network",
             )
         try:
-            return await self._sync(login, network, parsed)
+            return await self._sync(login, network, parsed, charge_lookups)
         finally:
             await asyncio.shield(self.store.release_upload_lease(login, network, lease))
 
-    async def _sync(self, login: str, network: str, parsed: dict[bytes, BookEntry]) -> SyncResult:
+    async def _sync(
+        self, login: str, network: str, parsed: dict[bytes, BookEntry], charge: ChargeLookups | None
+    ) -> SyncResult:
         stored = {e.identity_hash: e for e in await self.store.book(login, network)}
         fresh = [h for h in parsed if h not in stored or stored[h].leftover]
+        unanswered = [h for h in parsed if h not in stored or stored[h].leftover or stored[h].owner is None]
+        if charge is not None and unanswered:
+            await charge(0)
         await self.store.index(login, fresh)
         owners = await self.store.owners_of(list(parsed))
         now = clock.now()
@@ -215,6 +230,9 @@ class ContactDirectory:
                 writes.append(entry)
             result.append(entry)
         removed = [h for h in stored if h not in parsed]
+        answered = sum(1 for h in unanswered if owners.get(h) is not None)
+        if charge is not None and answered:
+            await charge(answered)
         await self.store.write_entries(login, writes)
         await self.store.remove_entries(login, network, removed)
         await self.store.unindex(login, removed)

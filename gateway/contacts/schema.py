@@ -24,6 +24,7 @@ from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
 from gateway.graph.pagination import Connection, page_size
 from gateway.graph.selection import selects
+from gateway.ratelimit.policy import Limit
 from gateway.users.schema import User, load_users, users_by_login
 
 
@@ -154,8 +155,13 @@ class ContactsMutation:
         context = context_of(info)
         login = await context.require_viewer()
         directory = context.store(ContactDirectory)
+        await context.rate_limit(Limit.UPLOAD, login)
+
+        async def charge_lookups(count: int) -> None:
+            await context.rate_limit(Limit.IDENTITY_LOOKUP, login, count)
+
         result = await directory.upload_contacts(
-            login, network, [UploadedContact(c.network_id, c.name) for c in contacts]
+            login, network, [UploadedContact(c.network_id, c.name) for c in contacts], charge_lookups
         )
         synced = await Contact.list_of(info, result.contacts)
         return ContactSync(contacts=synced, _discovered=result.discovered)

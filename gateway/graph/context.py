@@ -20,6 +20,9 @@ from gateway.db.session import Database, RequestMetrics
 from gateway.errors import Unauthenticated
 from gateway.graph.pubsub import PubSub
 from gateway.graph.sessions import SessionLookup
+from gateway.http.client_address import address_key, client_address
+from gateway.ratelimit.limiter import RateLimiter
+from gateway.ratelimit.policy import Limit, RateLimits
 from gateway.settings import Settings
 
 S = TypeVar("S")
@@ -40,7 +43,13 @@ class Services:
     authenticate: Authenticator
     #: The session of a token with its expiry, for connections that outlive a request.
     session_of: SessionLookup
+    #: Where rate-limit state lives; None: in this process.
+    limiter: RateLimiter | None = None
+    rate_limits: RateLimits = field(init=False)
     _stores: dict[type, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.rate_limits = RateLimits(self.settings, self.limiter)
 
     def store(self, cls: type[S]) -> S:
         """The process's one instance of a domain store (``cls(db, settings)``)."""
@@ -139,6 +148,25 @@ class Context:
 
     def store(self, cls: type[S]) -> S:
         return self.services.store(cls)
+
+    # -- rate limits --------------------------------------------------------
+
+    @property
+    def client_address(self) -> str:
+        """The client's address as per-address limits key it (see ``gateway/http/client_address.py``)."""
+        request = self.request
+        peer = getattr(request, "remote", None)
+        forwarded = request.headers.getall("X-Forwarded-For", []) if request is not None else []
+        return address_key(client_address(peer, forwarded, self.settings.trusted_proxies))
+
+    @property
+    def rate_limits(self) -> RateLimits:
+        return self.services.rate_limits
+
+    async def rate_limit(self, limit: Limit, key: str | None = None, cost: int = 1) -> None:
+        """Take ``cost`` from ``limit``'s bucket of ``key`` (the client address when None),
+        or raise RATE_LIMITED."""
+        await self.rate_limits.check(limit, self.client_address if key is None else key, cost)
 
     def loader(self, factory: Callable[[Context], L]) -> L:
         """This request's instance of the DataLoader that ``factory`` builds."""

@@ -34,6 +34,7 @@ from gateway.errors import (
     Forbidden,
     GatewayError,
     NotFound,
+    RateLimited,
     Unauthenticated,
 )
 
@@ -53,14 +54,21 @@ CODES: dict[type[GatewayError], str] = {
     Conflict: "CONFLICT",
     QueryTooComplex: "QUERY_TOO_COMPLEX",
     BrokerUnavailable: "UNAVAILABLE",
+    RateLimited: "RATE_LIMITED",
     GatewayError: "INTERNAL_SERVER_ERROR",
 }
 
 
 def extensions_of(error: GatewayError) -> dict[str, Any]:
-    """``extensions`` for a client: the code of ``error``'s class, and its field if any."""
+    """``extensions`` for a client: the code of ``error``'s class, its field if any, and
+    ``retryAfter`` (whole seconds) when it is a rate limit."""
     code = next(CODES[cls] for cls in type(error).__mro__ if cls in CODES)
-    return {"code": code} if error.field is None else {"code": code, "field": error.field}
+    extensions: dict[str, Any] = {"code": code}
+    if error.field is not None:
+        extensions["field"] = error.field
+    if isinstance(error, RateLimited):
+        extensions["retryAfter"] = error.retry_after
+    return extensions
 
 
 UNAVAILABLE_MESSAGE = "Cassandra is unavailable right now; retrying later is safe."

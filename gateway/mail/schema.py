@@ -27,6 +27,7 @@ from gateway.mail.records import (
 from gateway.mail.service import MAX_FOLDERS, MailService
 from gateway.mail.store import MailStore
 from gateway.mail.uploads import MAX_FILES
+from gateway.ratelimit.policy import Limit
 from gateway.users.loaders import user_loader
 from gateway.users.schema import Prefetched, User, load_users, prefetched_user, require_user, users_by_login
 
@@ -217,6 +218,9 @@ class MailMutation:
         subject = rules.subject(input.subject)
         body = rules.body(input.body)
         uploads = rules.uploads(input.attachments)
+        await context.rate_limit(Limit.SEND, login)
+        if uploads:
+            await context.rate_limit(Limit.UPLOAD, login)
         email, placement = await service(context).send(login, recipients, subject, body, uploads)
         return Email.of(email, placement)
 

@@ -19,6 +19,7 @@ from gateway.messenger.events import message_events, publish_message
 from gateway.messenger.loaders import partner_loader
 from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
 from gateway.messenger.store import MessengerStore
+from gateway.ratelimit.policy import Limit
 from gateway.users.loaders import user_loader
 from gateway.users.schema import (
     Prefetched,
@@ -247,6 +248,7 @@ class MessengerMutation:
         sender = await context.require_viewer()
         text = rules.content(content)
         key = rules.client_message_id(client_message_id)
+        await context.rate_limit(Limit.SEND, sender)
         recipient = await _other_user(info, sender, to, "to")
         sent = await context.store(MessengerStore).send(sender, recipient, text, key)
         if sent.stored_now:

@@ -17,6 +17,7 @@ from gateway.graph.pagination import (
     position_cursor,
 )
 from gateway.graph.selection import selects
+from gateway.ratelimit.policy import Limit
 from gateway.rooms import rules
 from gateway.rooms.cursors import (
     decode_login_cursor,
@@ -237,9 +238,9 @@ class RoomMutation:
     async def post_room_message(self, info: Info, room: str, content: str) -> RoomMessage:
         context = context_of(info)
         viewer = await context.require_viewer()
-        message, record = await service(context).post(
-            viewer, rules.room_name(room, "room"), rules.content(content)
-        )
+        name, text = rules.room_name(room, "room"), rules.content(content)
+        await context.rate_limit(Limit.SEND, viewer)
+        message, record = await service(context).post(viewer, name, text)
         return RoomMessage.of(message, Room.of(record))
 
 

@@ -1,14 +1,14 @@
-"""Password hashing with argon2id (argon2-cffi), off the event loop."""
+"""Password hashing with argon2id (argon2-cffi), on its own bounded pool (``hashing_pool.py``)."""
 
 from __future__ import annotations
 
-import asyncio
 from functools import lru_cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from gateway.settings import Settings
+from gateway.users.hashing_pool import hashing_pool
 
 
 @lru_cache(maxsize=8)
@@ -21,7 +21,8 @@ def hasher(settings: Settings) -> PasswordHasher:
 
 
 async def hash_password(settings: Settings, password: str) -> str:
-    return await asyncio.to_thread(hasher(settings).hash, password)
+    ph = hasher(settings)
+    return await hashing_pool(settings).run(lambda: ph.hash(password))
 
 
 async def verify_password(settings: Settings, password_hash: str | None, password: str) -> bool:
@@ -37,7 +38,7 @@ async def verify_password(settings: Settings, password_hash: str | None, passwor
         except (VerificationError, InvalidHashError):
             return False
 
-    matched = await asyncio.to_thread(check)
+    matched = await hashing_pool(settings).run(check)
     return matched and password_hash is not None
 
 

@@ -13,6 +13,7 @@ from gateway.errors import Conflict, NotFound, Unauthenticated
 from gateway.graph import validation
 from gateway.graph.context import context_of
 from gateway.graph.sessions import announce_revoked
+from gateway.ratelimit.policy import Limit
 from gateway.users import rules
 from gateway.users.loaders import user_loader
 from gateway.users.passwords import hash_password, verify_password
@@ -160,6 +161,7 @@ class UserMutation:
     @strawberry.mutation(description="Create an account and sign in. CONFLICT when the login is taken.")
     async def sign_up(self, info: Info, input: SignUpInput) -> AuthPayload:
         context = context_of(info)
+        await context.rate_limit(Limit.SIGN_UP)
         record = UserRecord(
             login=validation.login(input.login, "login"),
             firstname=rules.name(input.firstname, "firstname"),
@@ -173,14 +175,22 @@ class UserMutation:
             raise Conflict(f"The login '{record.login}' is taken.", field="login")
         return await _start_session(info, record)
 
-    @strawberry.mutation(description="Sign in; one UNAUTHENTICATED error for any wrong login or password.")
+    @strawberry.mutation(
+        description="Sign in; one UNAUTHENTICATED error for any wrong login or password. After a few "
+        "failures for one login, each further attempt must wait longer (RATE_LIMITED); a success resets it."
+    )
     async def sign_in(self, info: Info, login: str, password: str) -> AuthPayload:
         context = context_of(info)
+        await context.rate_limit(Limit.SIGN_IN)
         key = rules.login_or_none(login)
+        # Unknown and malformed logins are throttled alike, so throttling reveals no login.
+        throttled = key or login.strip().lower()[:100]
+        await context.rate_limits.begin_sign_in(throttled)
         record = await context.store(UserStore).get(key) if key else None
         ok = await verify_password(context.settings, record.password_hash if record else None, password)
         if not ok or record is None:
             raise Unauthenticated(WRONG_CREDENTIALS)
+        await context.rate_limits.sign_in_succeeded(throttled)
         return await _start_session(info, record)
 
     @strawberry.mutation(description="Revoke the token this request was sent with.")

@@ -1,0 +1,1 @@
+"""Rate limits: token buckets keyed by what is attacked (see ``policy.py``)."""
