@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from strawberry.dataloader import DataLoader
 from strawberry.types import Info
@@ -22,7 +22,14 @@ from gateway.graph.pubsub import PubSub
 from gateway.settings import Settings
 
 S = TypeVar("S")
+S_co = TypeVar("S_co", covariant=True)
 L = TypeVar("L", bound=DataLoader[Any, Any])
+
+
+class StoreClass(Protocol[S_co]):
+    """A domain store's class: built once per process from the database and the settings."""
+
+    def __call__(self, db: Database, settings: Settings, /) -> S_co: ...
 
 #: Resolves a bearer token to the login of its session, or None when it is
 #: unknown or expired. The users domain provides it.
@@ -37,13 +44,13 @@ class Services:
     db: Database
     pubsub: PubSub
     authenticate: Authenticator
-    _stores: dict[type, Any] = field(default_factory=dict)
+    _stores: dict[StoreClass[Any], Any] = field(default_factory=dict)
 
-    def store(self, cls: type[S]) -> S:
+    def store(self, cls: StoreClass[S]) -> S:
         """The process's one instance of a domain store (``cls(db, settings)``)."""
-        instance = self._stores.get(cls)
+        instance: S | None = self._stores.get(cls)
         if instance is None:
-            instance = cls(self.db, self.settings)  # type: ignore[call-arg]
+            instance = cls(self.db, self.settings)
             self._stores[cls] = instance
         return instance
 
@@ -134,16 +141,16 @@ class Context:
     def pubsub(self) -> PubSub:
         return self.services.pubsub
 
-    def store(self, cls: type[S]) -> S:
+    def store(self, cls: StoreClass[S]) -> S:
         return self.services.store(cls)
 
     def loader(self, factory: Callable[[Context], L]) -> L:
         """This request's instance of the DataLoader that ``factory`` builds."""
-        instance = self._loaders.get(factory)
+        instance: L | None = self._loaders.get(factory)
         if instance is None:
             instance = factory(self)
             self._loaders[factory] = instance
-        return instance  # type: ignore[no-any-return]
+        return instance
 
     def fresh(self) -> Context:
         """Forget cached loader results and start counting anew.
@@ -156,5 +163,5 @@ class Context:
         return self
 
 
-def context_of(info: Info) -> Context:
-    return info.context  # type: ignore[no-any-return]
+def context_of(info: Info[Context, Any]) -> Context:
+    return info.context

@@ -22,6 +22,7 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
+from strawberry.types import ExecutionResult
 
 from gateway.db.session import CassandraUnavailable
 from gateway.errors import BadUserInput, Conflict, Forbidden, GatewayError, NotFound, Unauthenticated
@@ -97,11 +98,10 @@ class ErrorCodes(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         yield
         result = self.execution_context.result
-        errors = getattr(result, "errors", None)
-        if not errors:
+        if result is None or not result.errors:
             return
         request_id = _request_id(self.execution_context.context)
-        result.errors = [classify(e, request_id) for e in errors]  # type: ignore[union-attr]
+        result.errors = [classify(e, request_id) for e in result.errors]
 
 
 def _request_id(context: Any) -> str:
@@ -118,9 +118,9 @@ class ErrorCodeSchema(strawberry.Schema):
     not server faults, and unexpected ones are logged by :func:`classify`.
     """
 
-    async def execute(self, *args: Any, **kwargs: Any) -> Any:
+    async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
         result = await super().execute(*args, **kwargs)
-        if getattr(result, "errors", None):
+        if result.errors:
             request_id = _request_id(kwargs.get("context_value"))
             result.errors = [classify(e, request_id) for e in result.errors]
         return result

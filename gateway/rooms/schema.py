@@ -58,8 +58,8 @@ class Room:
     name: str
     banner: str | None
     created_at: datetime
-    creator: User = strawberry.field(resolver=_creator, graphql_type=User)
-    participants: list[User] = strawberry.field(
+    creator: User | Awaitable[User] = strawberry.field(resolver=_creator, graphql_type=User)
+    participants: list[User] | Awaitable[list[User]] = strawberry.field(
         resolver=_participants, graphql_type=list[User], description="Ordered by login."
     )
     participant_count: int
