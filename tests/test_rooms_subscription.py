@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from aiohttp import web
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
 from gateway.app import SERVICES
+from gateway.graph.pubsub import InProcessPubSub
 from gateway.rooms.events import room_channel
 from tests.client import Account, Api
 from tests.test_rooms import DELETE, JOIN, LEAVE, create_room, post, room_name
@@ -29,10 +31,15 @@ async def _follow(api: Api, account: Account | None, name: str) -> list[dict[str
     return events
 
 
-async def _subscribed(app: Any, name: str, count: int) -> None:
+def _subscribers(app: web.Application, name: str) -> int:
     pubsub = app[SERVICES].pubsub
+    assert isinstance(pubsub, InProcessPubSub)
+    return pubsub.subscriber_count(room_channel(name))
+
+
+async def _subscribed(app: web.Application, name: str, count: int) -> None:
     for _ in range(WAIT * 20):
-        if pubsub.subscriber_count(room_channel(name)) == count:
+        if _subscribers(app, name) == count:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"expected {count} subscribers of {name}")
@@ -43,7 +50,7 @@ async def _refused(api: Api, account: Account | None, name: str) -> dict[str, An
         events = await asyncio.wait_for(_follow(api, account, name), WAIT)
     except TransportQueryError as exc:
         assert exc.errors
-        return exc.errors[0]  # type: ignore[no-any-return]
+        return exc.errors[0]
     raise AssertionError(f"subscription was accepted: {events}")
 
 
@@ -52,7 +59,7 @@ def _summary(events: list[dict[str, Any]]) -> list[tuple[str, bool, str | None]]
 
 
 async def test_participants_get_messages_and_system_messages_until_the_room_is_deleted(
-    api: Api, app  # type: ignore[no-untyped-def]
+    api: Api, app: web.Application
 ) -> None:
     alice = await api.sign_up("alice")
     bob = await api.sign_up("bob")
@@ -83,10 +90,10 @@ async def test_participants_get_messages_and_system_messages_until_the_room_is_d
         assert events[1]["id"] == posted["id"]
         assert events[0]["room"] == {"name": name, "participantCount": 3}
         assert events[-1]["room"]["name"] == name  # the room as it was, though it is gone
-    assert app[SERVICES].pubsub.subscriber_count(room_channel(name)) == 0
+    assert _subscribers(app, name) == 0
 
 
-async def test_leaving_ends_your_own_subscription_only(api: Api, app) -> None:  # type: ignore[no-untyped-def]
+async def test_leaving_ends_your_own_subscription_only(api: Api, app: web.Application) -> None:
     alice = await api.sign_up("alice")
     bob = await api.sign_up("bob")
     name = await create_room(api, alice)
@@ -115,11 +122,11 @@ async def test_leaving_ends_your_own_subscription_only(api: Api, app) -> None:  
     ]
 
 
-async def test_subscription_refusals(api: Api, app) -> None:  # type: ignore[no-untyped-def]
+async def test_subscription_refusals(api: Api, app: web.Application) -> None:
     alice = await api.sign_up("alice")
     name = await create_room(api, alice)
     assert (await _refused(api, None, name))["extensions"]["code"] == "UNAUTHENTICATED"
     assert (await _refused(api, alice, room_name()))["extensions"]["code"] == "NOT_FOUND"
     invalid = await _refused(api, alice, "no")
     assert invalid["extensions"] == {"code": "BAD_USER_INPUT", "field": "room"}
-    assert app[SERVICES].pubsub.subscriber_count(room_channel(name)) == 0
+    assert _subscribers(app, name) == 0
