@@ -31,6 +31,7 @@ class StoreClass(Protocol[S_co]):
 
     def __call__(self, db: Database, settings: Settings, /) -> S_co: ...
 
+
 #: Resolves a bearer token to the login of its session, or None when it is
 #: unknown or expired. The users domain provides it.
 Authenticator = Callable[[str], Awaitable[str | None]]
