@@ -114,6 +114,8 @@ class Settings:
     query_metrics: bool = False
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
     messenger_bucket: str = "month"
+    # Seconds of one slot of the talk-partner recency index (see gateway/messenger/activity.py).
+    messenger_activity_slot: int = 60
     room_bucket: str = "day"
     blog_post_bucket: str = "month"
     blog_comment_bucket: str = "day"
@@ -176,6 +178,7 @@ class Settings:
             max_batch=_env_int("GATEWAY_MAX_BATCH", cls.max_batch),
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
+            messenger_activity_slot=_env_int("MESSENGER_ACTIVITY_SLOT", cls.messenger_activity_slot),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
             blog_post_bucket=_env("BLOG_POST_BUCKET", cls.blog_post_bucket),
             blog_comment_bucket=_env("BLOG_COMMENT_BUCKET", cls.blog_comment_bucket),
@@ -213,6 +216,7 @@ class Settings:
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
+            "MESSENGER_ACTIVITY_SLOT": self.messenger_activity_slot,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
         buckets = {
