@@ -58,7 +58,7 @@ async def _upload(target: Target, token: str, to: str, content: bytes) -> dict[s
     ) as r:
         body: dict[str, Any] = await r.json()
     assert not body.get("errors"), body
-    return body["data"]["sendEmail"]  # type: ignore[no-any-return]
+    return body["data"]["sendEmail"]
 
 
 async def main() -> None:

@@ -47,7 +47,7 @@ SOCKETS = web.AppKey("sockets", SocketCounts)
 CONNECT_RETRY_SECONDS = 2.0
 
 
-class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView):
+class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView[Context, None]):
     """The ``/graphql`` view over the services ``create_app`` built, reading requests
     through ``request_adapter`` (the mail domain's streams uploads into Cassandra)."""
 

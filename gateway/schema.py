@@ -88,7 +88,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
-        scalar_overrides=SCALAR_OVERRIDES,  # type: ignore[arg-type]
+        scalar_overrides=SCALAR_OVERRIDES,
         config=StrawberryConfig(batching_config={"max_operations": BATCH_CEILING}),
         extensions=[
             ErrorCodes,

@@ -29,6 +29,12 @@ class Response:
     extensions: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def result(self) -> dict[str, Any]:
+        """``data``, which must be there."""
+        assert self.data is not None, self.errors
+        return self.data
+
+    @property
     def codes(self) -> list[str]:
         return [e.get("extensions", {}).get("code") for e in self.errors]
 

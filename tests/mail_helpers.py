@@ -53,7 +53,7 @@ async def send(
     api: Api, sender: Account, to: list[str], subject: str = "Hello", **extra: Any
 ) -> dict[str, Any]:
     data = await api.ok(SEND, email_input(to, subject, **extra), token=sender.token)
-    return data["sendEmail"]  # type: ignore[no-any-return]
+    return data["sendEmail"]
 
 
 async def send_files(

@@ -61,12 +61,12 @@ def comment_input(**overrides: Any) -> dict[str, Any]:
 
 async def publish(api: Api, token: str, slug: str | None = None, /, **overrides: Any) -> dict[str, Any]:
     data = await api.ok(PUBLISH, post_input(slug or unique_slug(), **overrides), token=token)
-    return data["publishPost"]  # type: ignore[no-any-return]
+    return data["publishPost"]
 
 
 async def comment(api: Api, slug: str, **overrides: Any) -> dict[str, Any]:
     data = await api.ok(ADD_COMMENT, {"slug": slug, "input": comment_input(**overrides)})
-    return data["addComment"]  # type: ignore[no-any-return]
+    return data["addComment"]
 
 
 async def all_pages(api: Api, query: str, variables: dict[str, Any], path: list[str]) -> list[str]:

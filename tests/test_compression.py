@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import aiohttp
-import brotli  # type: ignore[import-untyped]
+import brotli
 import pytest
 
 from tests.client import Account, Api

@@ -12,6 +12,7 @@ from gateway.app import SERVICES
 from gateway.contacts import identities
 from gateway.contacts.identities import Identity
 from tests.client import Api
+from tests.conftest import ServerFactory
 from tests.test_contacts_support import (
     CONTACTS,
     IDENTITIES,
@@ -28,7 +29,7 @@ from tests.test_contacts_support import (
 
 async def upload(api: Api, token: str, network: str, contacts: list[dict[str, Any]]) -> dict[str, Any]:
     data = await api.ok(UPLOAD, {"network": network, "contacts": contacts}, token=token)
-    return data["uploadContacts"]  # type: ignore[no-any-return]
+    return data["uploadContacts"]
 
 
 async def test_upload_discovers_users_who_linked_before(api: Api) -> None:
@@ -358,7 +359,7 @@ async def test_identities_limit_and_networks(api: Api) -> None:
     await api.ok(LINK, {"network": "fb", "networkId": listed[0]["networkId"]}, token=user.token)
 
 
-async def test_national_numbers_use_the_configured_country_code(api: Api, make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_national_numbers_use_the_configured_country_code(api: Api, make_server: ServerFactory) -> None:
     dutch_api, _ = await make_server(contacts_default_country_code="+31")
     user = await dutch_api.sign_up("nl")
     sync = await upload(dutch_api, user.token, "tel", [{"networkId": "06-1234 5678", "name": "Mobile"}])

@@ -14,6 +14,7 @@ from gateway.contacts.discovery import ContactDirectory
 from gateway.contacts.store import BOOK_BATCH
 from gateway.db.session import IN_CHUNK
 from tests.client import Api
+from tests.conftest import ServerFactory
 from tests.test_contacts_support import LINK, UPLOAD, all_contacts, e164, fresh_phone
 
 UPLOAD_COUNTS = """mutation($network: String!, $contacts: [ContactInput!]!) {
@@ -86,7 +87,7 @@ async def test_upload_of_5000_contacts_batches_the_owner_lookups(api: Api, app: 
     )
 
 
-async def test_upload_writes_are_concurrent_and_bounded(make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_upload_writes_are_concurrent_and_bounded(make_server: ServerFactory) -> None:
     api, app = await make_server(contacts_max_in_flight=8)
     user = await api.sign_up("bounded")
     contacts = [{"networkId": fresh_phone()} for _ in range(600)]

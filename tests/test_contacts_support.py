@@ -14,6 +14,7 @@ from gql import GraphQLRequest
 from gateway.app import SERVICES
 from gateway.contacts.discovery import contacts_channel
 from gateway.contacts.identities import Identity, identity_hash
+from gateway.graph.pubsub import InProcessPubSub
 from tests.client import Api
 
 LINK = """mutation($network: String!, $networkId: String!) {
@@ -66,7 +67,9 @@ async def all_contacts(api: Api, token: str, network: str | None = None) -> list
 
 
 @contextlib.asynccontextmanager
-async def discoveries(api: Api, app: web.Application, login: str, token: str) -> AsyncIterator[asyncio.Queue]:
+async def discoveries(
+    api: Api, app: web.Application, login: str, token: str
+) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
     """A live ``contactDiscovered`` subscription of ``login``; events land in the queue.
 
     Yields only once the server has registered the subscription, so nothing the
@@ -74,8 +77,9 @@ async def discoveries(api: Api, app: web.Application, login: str, token: str) ->
     """
     events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     pubsub = app[SERVICES].pubsub
+    assert isinstance(pubsub, InProcessPubSub)
     channel = contacts_channel(login)
-    before = pubsub.subscriber_count(channel)  # type: ignore[attr-defined]
+    before = pubsub.subscriber_count(channel)
     async with api.websocket(token) as session:
 
         async def listen() -> None:
@@ -85,7 +89,7 @@ async def discoveries(api: Api, app: web.Application, login: str, token: str) ->
         task = asyncio.create_task(listen())
         try:
             for _ in range(500):
-                if pubsub.subscriber_count(channel) > before:  # type: ignore[attr-defined]
+                if pubsub.subscriber_count(channel) > before:
                     break
                 if task.done():
                     task.result()

@@ -49,7 +49,7 @@ def _get(path: str) -> bytes:
 
 async def _readyz(api: Api) -> dict[str, Any]:
     async with aiohttp.ClientSession() as http, http.get(f"{api.base_url}/readyz") as response:
-        return await response.json()  # type: ignore[no-any-return]
+        return await response.json()
 
 
 async def _refuses_connections(port: int) -> None:

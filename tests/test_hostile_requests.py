@@ -41,6 +41,7 @@ async def test_a_hostile_request_gets_its_documented_answer(api: Api, case: Host
     results = body if case.batch else [body]
     assert isinstance(body, list) == case.batch, body
     for result in results:
+        assert isinstance(result, dict), result
         if status >= 400:
             assert "data" not in result, result
         codes = [error.get("extensions", {}).get("code") for error in result["errors"]]

@@ -22,6 +22,7 @@ from gateway.graph.cost import analyse
 from gateway.schema import build_schema
 from gateway.settings import Settings
 from tests.client import Api, Response
+from tests.conftest import ServerFactory
 
 GRAPHIQL_BUNDLE = Path(__file__).parent.parent / "gateway" / "static" / "graphiql" / "graphiql.min.js"
 NESTED = (
@@ -84,7 +85,7 @@ async def test_nested_lists_are_refused_with_no_statement(api: Api) -> None:
     assert response.statements == 0
 
 
-async def test_cost_follows_the_formula(make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_cost_follows_the_formula(make_server: ServerFactory) -> None:
     # posts: 1 + nodes (1 + n * (title 1 + tags 1 + comments (1 + edges (1 + 2 * node (1 + text 1))
     #                                                          + pageInfo (1 + 1))))
     # = 1 + 1 + n * 10, so 32 with the default n = 3 and 22 with n = 2.
@@ -155,7 +156,7 @@ async def test_introspection_bombs_are_refused(api: Api) -> None:
     assert response.statements == 0
 
 
-async def test_introspection_can_be_turned_off(make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_introspection_can_be_turned_off(make_server: ServerFactory) -> None:
     closed, _ = await make_server(introspection=False)
     response = await call(closed, "{ __schema { queryType { name } } }")
     assert response.codes and set(response.codes) == {"GRAPHQL_VALIDATION_FAILED"}
@@ -170,7 +171,8 @@ async def test_limits_hold_over_the_websocket(api: Api) -> None:
     async with api.websocket() as session:
         with pytest.raises(TransportQueryError) as refused:
             await session.execute(gql(NESTED))
-    error = refused.value.errors[0]  # type: ignore[index]
+    assert refused.value.errors
+    error = refused.value.errors[0]
     assert error["extensions"]["code"] == "QUERY_TOO_COMPLEX"
     assert error["extensions"]["limit"] == Settings().max_cost
     assert error["extensions"]["cost"] > Settings().max_cost

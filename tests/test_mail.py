@@ -117,7 +117,7 @@ async def test_marking_read_many_times_at_once_moves_the_counter_once(api: Api) 
     responses = await asyncio.gather(
         *(api.call(MARK, {"id": emails[0]["id"]}, token=bob.token) for _ in range(10))
     )
-    assert all(not r.errors and r.data["markEmailRead"]["read"] for r in responses)  # type: ignore[index]
+    assert all(not r.errors and r.result["markEmailRead"]["read"] for r in responses)
     assert (await unread_counts(api, bob))["inbox"] == 2
 
     # Read and unread racing: whatever order they apply in, the count matches the final flag.
@@ -183,7 +183,7 @@ async def test_concurrent_moves_of_one_email_apply_once(api: Api) -> None:
             for t in ["one", "two"] * 4
         )
     )
-    winners = {r.data["moveEmail"]["folder"] for r in responses if not r.errors}  # type: ignore[index]
+    winners = {r.result["moveEmail"]["folder"] for r in responses if not r.errors}
     assert len(winners) == 1
     assert all(r.codes == ["NOT_FOUND"] for r in responses if r.errors)
     counts = await unread_counts(api, bob)

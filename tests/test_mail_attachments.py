@@ -40,7 +40,7 @@ async def test_a_2416000_byte_file_is_three_chunks_downloaded_byte_identical(
     content = os.urandom(2_416_000)
     response = await send_files(api, alice, [bob.login], [("report.bin", content, "application/x-demo")])
     assert not response.errors, response.errors
-    email = response.data["sendEmail"]  # type: ignore[index]
+    email = response.data["sendEmail"]
     [attachment] = email["attachments"]
     assert attachment == {
         "filename": "report.bin",
@@ -106,7 +106,7 @@ async def test_empty_and_non_ascii_and_unsafe_names(api: Api) -> None:
         ],
     )
     assert not response.errors, response.errors
-    email = response.data["sendEmail"]  # type: ignore[index]
+    email = response.data["sendEmail"]
     files = {a["filename"]: a for a in email["attachments"]}
     assert list(files) == ["empty.txt", name, "passwd", "notes.txt", "notes (2).txt"]
     assert (files["empty.txt"]["size"], files["empty.txt"]["chunkCount"]) == (0, 0)
@@ -147,7 +147,7 @@ async def test_an_upload_over_the_limit_is_refused_and_stores_nothing(api: Api, 
     # Exactly the limit is fine.
     exact = await send_files(api, alice, [bob.login], [("max.bin", b"\1" * MAX_ATTACHMENT_BYTES, None)])
     assert not exact.errors, exact.errors
-    assert exact.data["sendEmail"]["attachments"][0]["chunkCount"] == 26  # type: ignore[index]
+    assert exact.data["sendEmail"]["attachments"][0]["chunkCount"] == 26
 
 
 async def test_failed_sends_and_anonymous_uploads_leave_no_chunks(api: Api, app: web.Application) -> None:

@@ -104,7 +104,7 @@ async def test_uploading_25_mb_keeps_gateway_memory_within_a_few_chunks(
     response = await send_files(gateway, alice, [bob.login], [("big.bin", content, None)])
     peak_kib = _status_kib(pid, "VmHWM")
     assert not response.errors, response.errors
-    assert response.data["sendEmail"]["attachments"][0]["size"] == MAX_ATTACHMENT_BYTES  # type: ignore[index]
+    assert response.data["sendEmail"]["attachments"][0]["size"] == MAX_ATTACHMENT_BYTES
 
     growth = (peak_kib - idle_kib) * 1024
     print(

@@ -73,7 +73,7 @@ async def test_a_folder_page_costs_the_same_for_5_and_50_senders(api: Api) -> No
     small = await api.call(FOLDER, {"label": "inbox", "first": 5}, token=bob.token)
     large = await api.call(FOLDER, {"label": "inbox", "first": 50}, token=bob.token)
     assert not small.errors and not large.errors
-    large_edges = large.data["me"]["folder"]["emails"]["edges"]  # type: ignore[index]
+    large_edges = large.result["me"]["folder"]["emails"]["edges"]
     assert len(large_edges) == 50
     assert {e["node"]["from"]["login"] for e in large_edges} == {s.login for s in senders}
     assert all(e["node"]["from"]["firstname"] == "Test" for e in large_edges)
@@ -92,7 +92,7 @@ async def test_folders_cost_the_same_for_2_and_12_folders(api: Api) -> None:
         )
     a = await api.call(FOLDERS, token=few.token)
     b = await api.call(FOLDERS, token=many.token)
-    assert len(b.data["me"]["folders"]) == 12  # type: ignore[index]
+    assert len(b.result["me"]["folders"]) == 12
     assert a.statements == b.statements
 
 

@@ -15,6 +15,7 @@ from gateway.db.clock import new_timeuuid, time_of
 from gateway.messenger.model import MessageRecord, conversation_id
 from gateway.messenger.store import MessengerStore
 from tests.client import Account, Api, unique_login
+from tests.conftest import ServerFactory
 
 SEND = """mutation($to: String!, $content: String!, $key: String) {
   sendMessage(to: $to, content: $content, clientMessageId: $key) {
@@ -39,11 +40,11 @@ CONVERSATION = """query($with: String!, $first: Int, $after: String) { me { conv
 
 async def send(api: Api, sender: Account, to: str, content: str, key: str | None = None) -> dict[str, Any]:
     data = await api.ok(SEND, {"to": to, "content": content, "key": key}, token=sender.token)
-    return data["sendMessage"]  # type: ignore[no-any-return]
+    return data["sendMessage"]
 
 
 async def partners(api: Api, account: Account) -> list[dict[str, Any]]:
-    return (await api.ok(MAIN_VIEW, token=account.token))["me"]["talkPartners"]["nodes"]  # type: ignore[no-any-return]
+    return (await api.ok(MAIN_VIEW, token=account.token))["me"]["talkPartners"]["nodes"]
 
 
 async def partner_view(api: Api, account: Account, partner: str) -> dict[str, Any]:
@@ -56,7 +57,7 @@ async def conversation(
     api: Api, account: Account, other: str, first: int | None = None, after: str | None = None
 ) -> dict[str, Any]:
     variables = {"with": other, "first": first, "after": after}
-    return (await api.ok(CONVERSATION, variables, token=account.token))["me"]["conversation"]  # type: ignore[no-any-return]
+    return (await api.ok(CONVERSATION, variables, token=account.token))["me"]["conversation"]
 
 
 async def all_message_ids(api: Api, account: Account, other: str) -> list[str]:
@@ -163,7 +164,7 @@ async def test_partners_are_ordered_by_most_recent_message(api: Api) -> None:
     assert [p["partner"]["login"] for p in await partners(api, me)] == order
 
 
-async def test_two_hundred_messages_page_across_buckets(api: Api, make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_two_hundred_messages_page_across_buckets(api: Api, make_server: ServerFactory) -> None:
     tiny_api, tiny_app = await make_server(messenger_bucket="1s")
     alice = await tiny_api.sign_up("alice")
     bob = await tiny_api.sign_up("bob")
@@ -275,9 +276,9 @@ async def test_main_view_costs_the_same_statements_for_5_and_50_partners(api: Ap
     small_response = await api.call(MAIN_VIEW, token=small.token)
     large_response = await api.call(MAIN_VIEW, token=large.token)
     assert not small_response.errors and not large_response.errors
-    assert len(small_response.data["me"]["talkPartners"]["nodes"]) == 5  # type: ignore[index]
-    assert len(large_response.data["me"]["talkPartners"]["nodes"]) == 50  # type: ignore[index]
-    assert all(p["unreadCount"] == 1 for p in large_response.data["me"]["talkPartners"]["nodes"])  # type: ignore[index]
+    assert len(small_response.result["me"]["talkPartners"]["nodes"]) == 5
+    assert len(large_response.result["me"]["talkPartners"]["nodes"]) == 50
+    assert all(p["unreadCount"] == 1 for p in large_response.result["me"]["talkPartners"]["nodes"])
     # Session + activity slice + pairs' rows + one batched user read, whatever the number of partners.
     assert small_response.statements == large_response.statements == 4
 
@@ -290,8 +291,8 @@ async def test_a_page_of_messages_costs_the_same_statements_for_5_and_50(api: Ap
     await asyncio.gather(*(send(api, alice, carol.login, f"m{n}") for n in range(5)))
     few = await api.call(CONVERSATION, {"with": alice.login, "first": 50}, token=carol.token)
     many = await api.call(CONVERSATION, {"with": alice.login, "first": 50}, token=bob.token)
-    assert len(few.data["me"]["conversation"]["messages"]["edges"]) == 5  # type: ignore[index]
-    assert len(many.data["me"]["conversation"]["messages"]["edges"]) == 50  # type: ignore[index]
+    assert len(few.result["me"]["conversation"]["messages"]["edges"]) == 5
+    assert len(many.result["me"]["conversation"]["messages"]["edges"]) == 50
     assert few.statements == many.statements
 
 

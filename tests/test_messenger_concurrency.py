@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.client import Account, Api, Response
+from tests.conftest import ServerFactory
 from tests.test_messenger import MAIN_VIEW, MARK_READ, SEND, all_message_ids, partners, store_of
 
 
@@ -34,7 +35,7 @@ async def concurrent_sends_count_exactly(api: Api, other_api: Api) -> None:
     ]
     responses: list[Response] = await asyncio.gather(*calls)
     assert [r.errors for r in responses if r.errors] == []
-    ids = [r.data["sendMessage"]["id"] for r in responses]  # type: ignore[index]
+    ids = [r.result["sendMessage"]["id"] for r in responses]
     assert len(set(ids)) == 300
 
     view = await partners(other_api, recipient)
@@ -44,8 +45,8 @@ async def concurrent_sends_count_exactly(api: Api, other_api: Api) -> None:
         assert len(await all_message_ids(api, recipient, sender.login)) == 30
 
 
-async def test_ten_senders_thirty_concurrent_sends_each_count_exactly(  # type: ignore[no-untyped-def]
-    api: Api, app: web.Application, make_server
+async def test_ten_senders_thirty_concurrent_sends_each_count_exactly(
+    api: Api, app: web.Application, make_server: ServerFactory
 ) -> None:
     other_api, other_app = await make_server()
     await concurrent_sends_count_exactly(api, other_api)
@@ -53,8 +54,8 @@ async def test_ten_senders_thirty_concurrent_sends_each_count_exactly(  # type: 
     assert len(store_of(app).unread.locks) == len(store_of(other_app).unread.locks) == 0
 
 
-async def test_sends_racing_mark_reads_lose_nothing_and_never_go_negative(  # type: ignore[no-untyped-def]
-    api: Api, make_server
+async def test_sends_racing_mark_reads_lose_nothing_and_never_go_negative(
+    api: Api, make_server: ServerFactory
 ) -> None:
     other_api, _ = await make_server()
     instances = itertools.cycle([api, other_api])

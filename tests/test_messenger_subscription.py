@@ -134,7 +134,8 @@ async def test_subscribing_needs_a_signed_in_user(api: Api) -> None:
         with pytest.raises(TransportQueryError) as raised:
             async for _ in session.subscribe(GraphQLRequest(MESSAGE_RECEIVED)):
                 pass
-    assert raised.value.errors[0]["extensions"]["code"] == "UNAUTHENTICATED"  # type: ignore[index]
+    assert raised.value.errors
+    assert raised.value.errors[0]["extensions"]["code"] == "UNAUTHENTICATED"
 
 
 async def test_mutations_over_the_websocket_deliver_too(api: Api, app: web.Application) -> None:

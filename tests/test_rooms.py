@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from tests.client import Account, Api
 
@@ -52,11 +53,11 @@ async def create_room(api: Api, account: Account, name: str | None = None, banne
 
 
 async def join(api: Api, account: Account, name: str) -> dict[str, Any]:
-    return (await api.ok(JOIN, {"n": name}, token=account.token))["joinRoom"]  # type: ignore[no-any-return]
+    return (await api.ok(JOIN, {"n": name}, token=account.token))["joinRoom"]
 
 
 async def post(api: Api, account: Account, name: str, content: str) -> dict[str, Any]:
-    return (await api.ok(POST, {"r": name, "c": content}, token=account.token))["postRoomMessage"]  # type: ignore[no-any-return]
+    return (await api.ok(POST, {"r": name, "c": content}, token=account.token))["postRoomMessage"]
 
 
 async def user_rooms(api: Api, login: str, first: int = 100) -> list[str]:
@@ -162,7 +163,7 @@ async def test_the_creator_may_leave_and_still_delete_the_empty_room(api: Api) -
     assert (await api.ok(ROOM, {"n": name}))["room"] is None
 
 
-async def test_only_the_creator_deletes_and_everything_goes(api: Api, app) -> None:  # type: ignore[no-untyped-def]
+async def test_only_the_creator_deletes_and_everything_goes(api: Api, app: web.Application) -> None:
     from gateway.app import SERVICES
 
     alice = await api.sign_up("alice")
@@ -173,7 +174,9 @@ async def test_only_the_creator_deletes_and_everything_goes(api: Api, app) -> No
     await join(api, carol, name)
     await post(api, bob, name, "soon gone")
     db = app[SERVICES].db
-    room_id = (await db.execute("SELECT id FROM rooms WHERE name = ?", (name,))).one()["id"]
+    room = (await db.execute("SELECT id FROM rooms WHERE name = ?", (name,))).one()
+    assert room is not None
+    room_id = room["id"]
     index = await db.execute("SELECT bucket FROM room_message_buckets WHERE room_id = ?", (room_id,))
     buckets = [row["bucket"] for row in index.rows]
     assert buckets
@@ -210,7 +213,7 @@ async def test_only_the_creator_deletes_and_everything_goes(api: Api, app) -> No
 
 
 async def test_user_rooms_skips_stale_entries_and_repairs_them_off_the_read(
-    api: Api, app  # type: ignore[no-untyped-def]
+    api: Api, app: web.Application
 ) -> None:
     """The window of a deletion: the room is gone (or was created again) but a
     participant's rooms still name the old incarnation."""
@@ -265,20 +268,21 @@ async def test_create_conflicts_on_a_taken_name_and_exactly_one_racer_wins(api: 
     assert all(r.codes == ["CONFLICT"] for r in responses if r.errors)
     assert all(r.errors[0]["extensions"]["field"] == "name" for r in responses if r.errors)
     room = (await api.ok(ROOM, {"n": name}))["room"]
-    winner = winners[0].data["createRoom"]["creator"]["login"]  # type: ignore[index]
+    winner = winners[0].result["createRoom"]["creator"]["login"]
     assert room["creator"]["login"] == winner
     assert room["banner"] == winner
     assert room["participants"]["nodes"] == [{"login": winner}]
 
 
 async def test_the_acting_user_is_the_token_user(api: Api) -> None:
-    for query, variables in [
+    cases: list[tuple[str, dict[str, Any]]] = [
         (CREATE, {"n": room_name(), "b": None}),
         (JOIN, {"n": room_name()}),
         (LEAVE, {"n": room_name()}),
         (DELETE, {"n": room_name()}),
         (POST, {"r": room_name(), "c": "hi"}),
-    ]:
+    ]
+    for query, variables in cases:
         error = await api.error(query, variables)
         assert error["extensions"]["code"] == "UNAUTHENTICATED"
 

@@ -6,11 +6,12 @@ import asyncio
 import random
 
 import pytest
+from aiohttp import web
 
 from gateway.app import SERVICES
 from gateway.rooms.members import MemberStore
 from gateway.rooms.store import DeleteOutcome, RoomRecord, RoomStore
-from tests.client import Api
+from tests.client import Api, Response
 from tests.test_rooms import DELETE, JOIN, LEAVE, ROOM, create_room, history, user_rooms
 
 
@@ -34,7 +35,7 @@ async def test_thirty_concurrent_joins_are_all_counted(api: Api) -> None:
 
 
 async def test_join_racing_delete_never_leaves_a_zombie_or_a_half_deleted_room(
-    api: Api, app  # type: ignore[no-untyped-def]
+    api: Api, app: web.Application
 ) -> None:
     """Repeated 20 times: either the room is gone and nobody lists it, or it is whole
     and every participant lists it back."""
@@ -45,7 +46,7 @@ async def test_join_racing_delete_never_leaves_a_zombie_or_a_half_deleted_room(
     for _ in range(20):
         name = await create_room(api, creator, banner="racing")
 
-        async def delete_soon(room: str = name) -> object:
+        async def delete_soon(room: str = name) -> Response:
             await asyncio.sleep(random.uniform(0, 0.03))
             return await api.call(DELETE, {"n": room}, token=creator.token)
 
@@ -54,7 +55,7 @@ async def test_join_racing_delete_never_leaves_a_zombie_or_a_half_deleted_room(
         )
         for response in joins:
             assert response.codes in ([], ["NOT_FOUND"]), response.errors
-        assert deletion.codes in ([], ["CONFLICT"]), deletion.errors  # type: ignore[attr-defined]
+        assert deletion.codes in ([], ["CONFLICT"]), deletion.errors
 
         row = (
             await db.execute(
@@ -63,7 +64,7 @@ async def test_join_racing_delete_never_leaves_a_zombie_or_a_half_deleted_room(
         ).one()
         if row is None:
             outcomes["deleted"] += 1
-            assert deletion.codes == []  # type: ignore[attr-defined]
+            assert deletion.codes == []
             assert (await api.ok(ROOM, {"n": name}))["room"] is None
             for account in (creator, *joiners):
                 # Checked before any read could repair it: no membership row is left behind.
@@ -113,7 +114,7 @@ async def test_leaves_racing_joins_keep_rooms_and_memberships_in_step(api: Api) 
 
 
 async def test_a_join_between_the_read_and_the_delete_is_cleaned_up_without_a_retry(
-    api: Api, app, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    api: Api, app: web.Application, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A join lands between the deleter's read and its conditional delete (made certain
     here by joining from inside the delete): the condition carries no participants, so
@@ -143,7 +144,7 @@ async def test_a_join_between_the_read_and_the_delete_is_cleaned_up_without_a_re
 
 
 async def test_a_join_that_lands_after_the_clean_up_undoes_itself(
-    api: Api, app, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    api: Api, app: web.Application, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The other order: the joiner read the room before the delete, and writes its rows
     after the clean-up read the participants. Its own check then sees the room gone:

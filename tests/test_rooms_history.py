@@ -7,6 +7,7 @@ from typing import Any
 
 from gateway.app import SERVICES
 from tests.client import Account, Api
+from tests.conftest import ServerFactory
 from tests.test_rooms import HISTORY, JOIN, create_room, history, post
 
 #: A bucket so wide (about 31 years) that no test run straddles two: statement
@@ -16,10 +17,10 @@ ONE_BUCKET = "1000000000s"
 
 async def _page(api: Api, account: Account, name: str, first: int, after: str | None) -> dict[str, Any]:
     data = await api.ok(HISTORY, {"n": name, "first": first, "after": after}, token=account.token)
-    return data["room"]["messages"]  # type: ignore[no-any-return]
+    return data["room"]["messages"]
 
 
-async def test_history_pages_newest_first_across_at_least_three_buckets(make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_history_pages_newest_first_across_at_least_three_buckets(make_server: ServerFactory) -> None:
     api, app = await make_server(room_bucket="1s")
     alice = await api.sign_up("alice")
     name = await create_room(api, alice)
@@ -31,7 +32,9 @@ async def test_history_pages_newest_first_across_at_least_three_buckets(make_ser
             posted.append((await post(api, alice, name, f"g{group} m{i}"))["content"])
 
     db = app[SERVICES].db
-    room_id = (await db.execute("SELECT id FROM rooms WHERE name = ?", (name,))).one()["id"]
+    room = (await db.execute("SELECT id FROM rooms WHERE name = ?", (name,))).one()
+    assert room is not None
+    room_id = room["id"]
     index = await db.execute("SELECT bucket FROM room_message_buckets WHERE room_id = ?", (room_id,))
     buckets = [r["bucket"] for r in index.rows]
     assert len(buckets) >= 4
@@ -57,7 +60,9 @@ async def test_history_pages_newest_first_across_at_least_three_buckets(make_ser
     assert default_api_history[0]["content"] == "posted while paging"
 
 
-async def test_page_of_50_messages_by_50_authors_costs_what_a_page_of_5_costs(make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_page_of_50_messages_by_50_authors_costs_what_a_page_of_5_costs(
+    make_server: ServerFactory,
+) -> None:
     api, _ = await make_server(room_bucket=ONE_BUCKET)
     host = await api.sign_up("host")
     name = await create_room(api, host)
@@ -68,9 +73,9 @@ async def test_page_of_50_messages_by_50_authors_costs_what_a_page_of_5_costs(ma
     small = await api.call(HISTORY, {"n": name, "first": 5}, token=host.token)
     large = await api.call(HISTORY, {"n": name, "first": 50}, token=host.token)
     assert not small.errors and not large.errors
-    large_authors = {e["node"]["author"]["login"] for e in large.data["room"]["messages"]["edges"]}  # type: ignore[index]
+    large_authors = {e["node"]["author"]["login"] for e in large.result["room"]["messages"]["edges"]}
     assert large_authors == {a.login for a in authors}
-    assert len(small.data["room"]["messages"]["edges"]) == 5  # type: ignore[index]
+    assert len(small.result["room"]["messages"]["edges"]) == 5
     assert small.statements == large.statements
     # session, room, the viewer's participant row, bucket index, one bucket, one batched
     # read of the authors

@@ -13,6 +13,7 @@ from gateway.db.clock import new_timeuuid
 from gateway.settings import Settings
 from tests.cli import run_cli
 from tests.client import Account, Api
+from tests.conftest import ServerFactory
 from tests.test_rooms import DELETE, JOIN, LEAVE, create_room, join, room_name, user_rooms
 
 PARTICIPANTS = """query($n: String!, $first: Int, $after: String) {
@@ -121,7 +122,7 @@ async def test_many_users_rooms_in_one_request_share_their_batched_reads(api: Ap
     assert response.statements == 1 + 3 + 1
 
 
-async def test_a_full_room_refuses_the_next_join_with_a_clear_conflict(make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_a_full_room_refuses_the_next_join_with_a_clear_conflict(make_server: ServerFactory) -> None:
     api, _ = await make_server(room_max_participants=3)
     host, first, second, late = [await api.sign_up("cap") for _ in range(4)]
     name = await create_room(api, host)
@@ -139,7 +140,7 @@ async def test_a_full_room_refuses_the_next_join_with_a_clear_conflict(make_serv
     assert (await join(api, late, name))["participantCount"] == 3
 
 
-async def test_joins_racing_for_the_last_places_never_overfill_the_room(make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_joins_racing_for_the_last_places_never_overfill_the_room(make_server: ServerFactory) -> None:
     api, app = await make_server(room_max_participants=5)
     db = app[SERVICES].db
     host = await api.sign_up("host")
@@ -150,7 +151,9 @@ async def test_joins_racing_for_the_last_places_never_overfill_the_room(make_ser
     assert all(r.codes in ([], ["CONFLICT"]) for r in responses)
     admitted = {r.login for r, response in zip(racers, responses, strict=True) if not response.errors}
     assert 1 <= len(admitted) <= 4
-    room_id = (await db.execute("SELECT id FROM rooms WHERE name = ?", (name,))).one()["id"]
+    row = (await db.execute("SELECT id FROM rooms WHERE name = ?", (name,))).one()
+    assert row is not None
+    room_id = row["id"]
     rows = await db.execute("SELECT login FROM room_participants WHERE room_id = ?", (room_id,))
     assert {row["login"] for row in rows.rows} == admitted | {host.login}
     assert await _count(api, name) == len(admitted) + 1
@@ -158,7 +161,7 @@ async def test_joins_racing_for_the_last_places_never_overfill_the_room(make_ser
         assert await user_rooms(api, racer.login) == ([name] if racer.login in admitted else [])
 
 
-async def test_the_rooms_per_user_cap_holds_for_joins_creates_and_races(make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_the_rooms_per_user_cap_holds_for_joins_creates_and_races(make_server: ServerFactory) -> None:
     api, app = await make_server(rooms_per_user_max=3)
     db = app[SERVICES].db
     owners = await asyncio.gather(*(api.sign_up("owner") for _ in range(8)))
@@ -202,7 +205,9 @@ async def test_deleting_a_room_of_120_members_leaves_no_membership_behind(
     for start in range(0, 120, 30):
         await asyncio.gather(*(join(api, m, name) for m in members[start : start + 30]))
     assert await _count(api, name) == 121
-    room_id = (await db.execute("SELECT id FROM rooms WHERE name = ?", (name,))).one()["id"]
+    row = (await db.execute("SELECT id FROM rooms WHERE name = ?", (name,))).one()
+    assert row is not None
+    room_id = row["id"]
 
     response = await api.call(DELETE, {"n": name}, token=host.token)
     assert response.errors == []
@@ -213,7 +218,7 @@ async def test_deleting_a_room_of_120_members_leaves_no_membership_behind(
     assert (await db.execute("SELECT login FROM room_participants WHERE room_id = ?", (room_id,))).rows == []
 
 
-async def test_the_rooms_listing_reads_no_participants(make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_the_rooms_listing_reads_no_participants(make_server: ServerFactory) -> None:
     api, app = await make_server()
     owner = await api.sign_up("owner")
     await asyncio.gather(*(create_room(api, owner) for _ in range(3)))

@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from aiohttp import web
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
 from gateway.app import SERVICES
+from gateway.graph.pubsub import InProcessPubSub
 from gateway.rooms.events import room_channel
 from tests.client import Account, Api
+from tests.conftest import ServerFactory
 from tests.test_rooms import DELETE, JOIN, LEAVE, create_room, post, room_name
 
 SUBSCRIBE = """subscription($r: String!) {
@@ -29,10 +32,15 @@ async def _follow(api: Api, account: Account | None, name: str) -> list[dict[str
     return events
 
 
-async def _subscribed(app: Any, name: str, count: int) -> None:
+def _subscribers(app: web.Application, name: str) -> int:
     pubsub = app[SERVICES].pubsub
+    assert isinstance(pubsub, InProcessPubSub)
+    return pubsub.subscriber_count(room_channel(name))
+
+
+async def _subscribed(app: web.Application, name: str, count: int) -> None:
     for _ in range(WAIT * 20):
-        if pubsub.subscriber_count(room_channel(name)) == count:
+        if _subscribers(app, name) == count:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"expected {count} subscribers of {name}")
@@ -43,7 +51,7 @@ async def _refused(api: Api, account: Account | None, name: str) -> dict[str, An
         events = await asyncio.wait_for(_follow(api, account, name), WAIT)
     except TransportQueryError as exc:
         assert exc.errors
-        return exc.errors[0]  # type: ignore[no-any-return]
+        return exc.errors[0]
     raise AssertionError(f"subscription was accepted: {events}")
 
 
@@ -52,7 +60,7 @@ def _summary(events: list[dict[str, Any]]) -> list[tuple[str, bool, str | None]]
 
 
 async def test_participants_get_messages_and_system_messages_until_the_room_is_deleted(
-    api: Api, app  # type: ignore[no-untyped-def]
+    api: Api, app: web.Application
 ) -> None:
     alice = await api.sign_up("alice")
     bob = await api.sign_up("bob")
@@ -83,10 +91,10 @@ async def test_participants_get_messages_and_system_messages_until_the_room_is_d
         assert events[1]["id"] == posted["id"]
         assert events[0]["room"] == {"name": name, "participantCount": 3}
         assert events[-1]["room"]["name"] == name  # the room as it was, though it is gone
-    assert app[SERVICES].pubsub.subscriber_count(room_channel(name)) == 0
+    assert _subscribers(app, name) == 0
 
 
-async def test_leaving_ends_your_own_subscription_only(api: Api, app) -> None:  # type: ignore[no-untyped-def]
+async def test_leaving_ends_your_own_subscription_only(api: Api, app: web.Application) -> None:
     alice = await api.sign_up("alice")
     bob = await api.sign_up("bob")
     name = await create_room(api, alice)
@@ -115,18 +123,18 @@ async def test_leaving_ends_your_own_subscription_only(api: Api, app) -> None:  
     ]
 
 
-async def test_subscription_refusals(api: Api, app) -> None:  # type: ignore[no-untyped-def]
+async def test_subscription_refusals(api: Api, app: web.Application) -> None:
     alice = await api.sign_up("alice")
     name = await create_room(api, alice)
     assert (await _refused(api, None, name))["extensions"]["code"] == "UNAUTHENTICATED"
     assert (await _refused(api, alice, room_name()))["extensions"]["code"] == "NOT_FOUND"
     invalid = await _refused(api, alice, "no")
     assert invalid["extensions"] == {"code": "BAD_USER_INPUT", "field": "room"}
-    assert app[SERVICES].pubsub.subscriber_count(room_channel(name)) == 0
+    assert _subscribers(app, name) == 0
 
 
 async def test_a_leave_on_a_gateway_without_a_shared_broker_ends_the_subscription(
-    api: Api, app, make_server  # type: ignore[no-untyped-def]
+    api: Api, app: web.Application, make_server: ServerFactory
 ) -> None:
     """The leave's own event never reaches this gateway: the next event, whose room no
     longer lists the follower, makes the subscription check and end without delivering."""
@@ -147,7 +155,7 @@ async def test_a_leave_on_a_gateway_without_a_shared_broker_ends_the_subscriptio
 
 
 async def test_a_deletion_on_a_gateway_without_a_shared_broker_ends_the_subscription(
-    api: Api, app, make_server  # type: ignore[no-untyped-def]
+    api: Api, app: web.Application, make_server: ServerFactory
 ) -> None:
     """The room is deleted elsewhere and a new room takes its name here: the old room's
     followers are not carried over into the new one."""

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 
 import aiohttp
 import pytest
 
 from gateway.graph.errors import classify
+from gateway.settings import Settings
 from tests.client import Api
+from tests.conftest import ServerFactory
 from tests.tcp_proxy import TcpProxy
 
 
@@ -24,7 +27,7 @@ async def test_healthz_and_readyz(api: Api) -> None:
 
 
 async def test_cassandra_outage_gives_unavailable_and_the_service_recovers(
-    api: Api, make_server, base_settings  # type: ignore[no-untyped-def]
+    api: Api, make_server: ServerFactory, base_settings: Settings
 ) -> None:
     proxy = TcpProxy("127.0.0.1", base_settings.cassandra_port)
     await proxy.start()
@@ -50,13 +53,13 @@ async def test_cassandra_outage_gives_unavailable_and_the_service_recovers(
     await proxy.start()  # same port: Cassandra is back
     deadline = time.monotonic() + 30
     while True:
-        response = await other.call(me, token=account.token)
-        if not response.errors:
+        reply = await other.call(me, token=account.token)
+        if not reply.errors:
             break
-        assert response.codes == ["UNAVAILABLE"]
+        assert reply.codes == ["UNAVAILABLE"]
         assert time.monotonic() < deadline, "the gateway did not reconnect"
         await asyncio.sleep(0.5)
-    assert response.data is not None and response.data["me"]["user"]["login"] == account.login
+    assert reply.result["me"]["user"]["login"] == account.login
     async with aiohttp.ClientSession() as http:
         async with http.get(f"{other.base_url}/readyz") as ready:
             assert ready.status == 200
@@ -64,7 +67,7 @@ async def test_cassandra_outage_gives_unavailable_and_the_service_recovers(
 
 
 async def test_gateway_started_while_cassandra_is_down_becomes_ready_later(
-    base_settings, api: Api  # type: ignore[no-untyped-def]
+    base_settings: Settings, api: Api
 ) -> None:
     from dataclasses import replace
 
@@ -94,7 +97,7 @@ async def test_gateway_started_while_cassandra_is_down_becomes_ready_later(
         await proxy.cut()
 
 
-async def test_depth_limit(api: Api, make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_depth_limit(api: Api, make_server: ServerFactory) -> None:
     shallow, _ = await make_server(max_depth=2)
     error = await shallow.error("{ me { user { login } } }")
     assert error["extensions"]["code"] == "QUERY_TOO_COMPLEX"
@@ -118,7 +121,7 @@ async def test_token_flood_is_query_too_complex(api: Api) -> None:
     assert response.codes == ["QUERY_TOO_COMPLEX"]
 
 
-async def _raw(api: Api, body: dict[str, object]) -> list[str]:
+async def _raw(api: Api, body: Mapping[str, object]) -> list[str]:
     """POST without gql, which refuses to send documents or variables it finds invalid."""
     async with aiohttp.ClientSession() as http:
         async with http.post(api.url, json=body) as response:

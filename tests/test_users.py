@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from aiohttp import web
 
 from tests.client import Api, unique_login
+from tests.conftest import ServerFactory
 
 SIGN_UP = """mutation($input: SignUpInput!) {
   signUp(input: $input) { token expiresAt user { login firstname lastname bio email createdAt } }
@@ -69,7 +71,7 @@ async def test_garbage_tokens_are_unauthenticated_not_500(api: Api, header: str)
     assert error["extensions"]["code"] == "UNAUTHENTICATED"
 
 
-async def test_expired_session_is_unauthenticated(api: Api, app) -> None:  # type: ignore[no-untyped-def]
+async def test_expired_session_is_unauthenticated(api: Api, app: web.Application) -> None:
     from datetime import UTC, datetime, timedelta
 
     from gateway.app import SERVICES
@@ -179,7 +181,7 @@ async def test_missing_user_is_null(api: Api) -> None:
     assert (await api.ok('{ user(login: "!") { login } }'))["user"] is None
 
 
-async def test_token_from_one_instance_works_on_another(api: Api, make_server) -> None:  # type: ignore[no-untyped-def]
+async def test_token_from_one_instance_works_on_another(api: Api, make_server: ServerFactory) -> None:
     account = await api.sign_up("multi")
     other_api, _ = await make_server()
     me = await other_api.ok(ME, token=account.token)

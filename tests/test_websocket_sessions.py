@@ -59,8 +59,8 @@ def _errors(message: dict[str, Any] | None) -> list[dict[str, Any]]:
     assert message is not None
     payload = message["payload"]
     if message["type"] == "error":
-        return payload if isinstance(payload, list) else [payload]  # type: ignore[no-any-return]
-    return payload.get("errors") or []  # type: ignore[no-any-return]
+        return payload if isinstance(payload, list) else [payload]
+    return payload.get("errors") or []
 
 
 async def test_no_token_is_anonymous_and_a_good_one_acts_as_its_user(api: Api, protocol: str) -> None:

@@ -15,8 +15,9 @@ Subscriptions need the WebSocket and are refused in a batch with
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import strawberry
 from graphql import GraphQLError, OperationType, get_operation_ast, parse
 from strawberry.http import GraphQLRequestData
 from strawberry.types import ExecutionResult
@@ -32,7 +33,15 @@ def _refused(error: GraphQLError) -> ExecutionResult:
     return ExecutionResult(data=None, errors=[error])
 
 
-class BatchBudget:
+if TYPE_CHECKING:
+    from strawberry.aiohttp.views import GraphQLView
+
+    _View = GraphQLView[Any, Any]
+else:
+    _View = object
+
+
+class BatchBudget(_View):
     """Mixin for Strawberry's aiohttp ``GraphQLView``; put it first in the bases."""
 
     def __init__(
@@ -53,7 +62,7 @@ class BatchBudget:
         sub_response: Any,
     ) -> Any:
         if not isinstance(request_data, list):
-            return await super().execute_operation(  # type: ignore[misc]
+            return await super().execute_operation(
                 request, request_adapter, request_data, context, root_value, sub_response
             )
         if len(request_data) > self.max_batch:
@@ -70,7 +79,7 @@ class BatchBudget:
             refusal = refusals.get(index)
             if refusal is not None:
                 return _refused(refusal)
-            result: ExecutionResult = await self.execute_single(  # type: ignore[attr-defined]
+            return await self.execute_single(
                 request=request,
                 request_adapter=request_adapter,
                 sub_response=sub_response,
@@ -78,7 +87,6 @@ class BatchBudget:
                 root_value=root_value,
                 request_data=data,
             )
-            return result
 
         return list(await asyncio.gather(*(run(i, d) for i, d in enumerate(request_data))))
 
@@ -88,7 +96,8 @@ class BatchBudget:
         An operation that does not parse or breaks another limit costs nothing
         here: running it alone reports that, before anything executes.
         """
-        schema = self.schema._schema  # type: ignore[attr-defined]
+        assert isinstance(self.schema, strawberry.Schema)
+        schema = self.schema._schema
         refusals: dict[int, GraphQLError] = {}
         total = 0
         for index, data in enumerate(batch):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from strawberry.dataloader import DataLoader
 from strawberry.types import Info
@@ -26,7 +26,15 @@ from gateway.ratelimit.policy import Limit, RateLimits
 from gateway.settings import Settings
 
 S = TypeVar("S")
+S_co = TypeVar("S_co", covariant=True)
 L = TypeVar("L", bound=DataLoader[Any, Any])
+
+
+class StoreClass(Protocol[S_co]):
+    """A domain store's class: built once per process from the database and the settings."""
+
+    def __call__(self, db: Database, settings: Settings, /) -> S_co: ...
+
 
 #: Resolves a bearer token to the login of its session, or None when it is
 #: unknown or expired. The users domain provides it.
@@ -46,16 +54,16 @@ class Services:
     #: Where rate-limit state lives; None: in this process.
     limiter: RateLimiter | None = None
     rate_limits: RateLimits = field(init=False)
-    _stores: dict[type, Any] = field(default_factory=dict)
+    _stores: dict[StoreClass[Any], Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rate_limits = RateLimits(self.settings, self.limiter)
 
-    def store(self, cls: type[S]) -> S:
+    def store(self, cls: StoreClass[S]) -> S:
         """The process's one instance of a domain store (``cls(db, settings)``)."""
-        instance = self._stores.get(cls)
+        instance: S | None = self._stores.get(cls)
         if instance is None:
-            instance = cls(self.db, self.settings)  # type: ignore[call-arg]
+            instance = cls(self.db, self.settings)
             self._stores[cls] = instance
         return instance
 
@@ -146,7 +154,7 @@ class Context:
     def pubsub(self) -> PubSub:
         return self.services.pubsub
 
-    def store(self, cls: type[S]) -> S:
+    def store(self, cls: StoreClass[S]) -> S:
         return self.services.store(cls)
 
     # -- rate limits --------------------------------------------------------
@@ -170,11 +178,11 @@ class Context:
 
     def loader(self, factory: Callable[[Context], L]) -> L:
         """This request's instance of the DataLoader that ``factory`` builds."""
-        instance = self._loaders.get(factory)
+        instance: L | None = self._loaders.get(factory)
         if instance is None:
             instance = factory(self)
             self._loaders[factory] = instance
-        return instance  # type: ignore[no-any-return]
+        return instance
 
     def fresh(self) -> Context:
         """Forget cached loader results and start counting anew.
@@ -187,5 +195,5 @@ class Context:
         return self
 
 
-def context_of(info: Info) -> Context:
-    return info.context  # type: ignore[no-any-return]
+def context_of(info: Info[Context, Any]) -> Context:
+    return info.context

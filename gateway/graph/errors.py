@@ -25,6 +25,7 @@ from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types import ExecutionResult
 
 from gateway.db.session import CassandraUnavailable
 from gateway.errors import (
@@ -117,11 +118,10 @@ class ErrorCodes(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         yield
         result = self.execution_context.result
-        errors = getattr(result, "errors", None)
-        if not errors:
+        if result is None or not result.errors:
             return
         request_id = _request_id(self.execution_context.context)
-        result.errors = [classify(e, request_id) for e in errors]  # type: ignore[union-attr]
+        result.errors = [classify(e, request_id) for e in result.errors]
 
 
 def _over_socket(error: GraphQLError, request_id: str) -> GraphQLError:
@@ -153,9 +153,9 @@ class ErrorCodeSchema(strawberry.Schema):
     not server faults, and unexpected ones are logged by :func:`classify`.
     """
 
-    async def execute(self, *args: Any, **kwargs: Any) -> Any:
+    async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
         result = await super().execute(*args, **kwargs)
-        if getattr(result, "errors", None):
+        if result.errors:
             request_id = _request_id(kwargs.get("context_value"))
             result.errors = [classify(e, request_id) for e in result.errors]
         return result
@@ -169,7 +169,7 @@ class ErrorCodeSchema(strawberry.Schema):
         async def classified() -> AsyncIterator[Any]:
             async with aclosing(results):
                 async for result in results:
-                    if getattr(result, "errors", None):
+                    if isinstance(result, ExecutionResult) and result.errors:
                         result.errors = [_over_socket(error, request_id) for error in result.errors]
                     yield result
 

@@ -253,7 +253,7 @@ class RedisPubSub:
         """One connection's life: connect, then read and ping until something fails."""
         self._connection = self._client()
         self._pubsub = pubsub = self._connection.pubsub()
-        await asyncio.wait_for(pubsub.connect(), self._timeout)
+        await asyncio.wait_for(pubsub.connect(), self._timeout)  # type: ignore[no-untyped-call]  # redis 8.1: unannotated
         await pubsub.ping()
         first = await asyncio.wait_for(pubsub.get_message(timeout=None), self._timeout)
         if first is None or first.get("type") != "pong":
@@ -331,7 +331,7 @@ class RedisPubSub:
         self._end_all(_LOST)
         with contextlib.suppress(Exception):
             if pubsub is not None:
-                await pubsub.aclose()
+                await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis 8.1: unannotated
         with contextlib.suppress(Exception):
             if connection is not None:
                 await connection.aclose()

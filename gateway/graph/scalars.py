@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import strawberry
+from strawberry.types.scalar import ScalarDefinition
 
 
 def serialize_datetime(value: datetime) -> str:
@@ -29,4 +31,4 @@ DateTime = strawberry.scalar(
     parse_value=parse_datetime,
 )
 
-SCALAR_OVERRIDES = {datetime: DateTime}
+SCALAR_OVERRIDES: Mapping[object, ScalarDefinition] = {datetime: DateTime}

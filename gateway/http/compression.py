@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-import brotli  # type: ignore[import-untyped]
+import brotli
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler
 from aiohttp.web_response import ContentCoding

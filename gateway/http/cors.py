@@ -30,7 +30,7 @@ def install_cors(app: web.Application, origins: tuple[str, ...]) -> None:
     if not origins:
         return
     allowed = normalized_origins(origins)
-    options = aiohttp_cors.ResourceOptions(  # type: ignore[no-untyped-call]
+    options = aiohttp_cors.ResourceOptions(  # type: ignore[no-untyped-call]  # aiohttp-cors 0.8.1: untyped
         allow_credentials=ANY_ORIGIN not in allowed,
         expose_headers=EXPOSED_HEADERS,
         allow_headers="*",

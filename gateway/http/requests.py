@@ -10,6 +10,7 @@ error with ``extensions.code`` and the exception's status.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,7 @@ def _depth_within(value: Any, limit: int) -> bool:
     stack = [(value, 1)]
     while stack:
         current, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(current, dict):
             children = current.values()
         elif isinstance(current, list):

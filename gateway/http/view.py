@@ -21,6 +21,7 @@ from graphql import GraphQLError
 from strawberry.aiohttp.views import GraphQLView
 from strawberry.exceptions import MissingQueryError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.http.typevars import Context, RootValue
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
@@ -47,7 +48,7 @@ def subscription_over_http() -> ExecutionResult:
     return ExecutionResult(data=None, errors=[error])
 
 
-class GraphQLOverHTTPView(GraphQLView):
+class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
     def __init__(self, *, persisted_queries: PersistedQueries | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.persisted_queries = persisted_queries or PersistedQueries()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +92,7 @@ class SessionSocket:
         self._pending_close = (code, reason)
         handler.cancel()
 
-    async def run(self, handle: Callable[[], Awaitable[None]]) -> None:
+    async def run(self, handle: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run the protocol handler while the process has room for one more socket."""
         if not self.counts.open():
             await self.close(TOO_MANY_CODE, TOO_MANY_REASON)

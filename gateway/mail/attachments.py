@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from uuid import UUID
 
 from gateway.db.session import Database
@@ -111,7 +111,7 @@ class AttachmentStore:
 
     async def chunks(
         self, attachment_id: UUID, count: int, *, ahead: int = 1
-    ) -> AsyncIterator[list[bytes]]:
+    ) -> AsyncGenerator[list[bytes], None]:
         """The chunks in order, reading up to ``ahead`` chunks beyond the one being consumed."""
         pending: list[asyncio.Task[list[bytes]]] = []
         upcoming = 0

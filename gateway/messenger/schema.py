@@ -150,11 +150,11 @@ class TalkPartner:
         last = self._record.last_message
         return prefetched_user_or_none(info, self._users, last.sender if last else None)
 
-    partner: User = strawberry.field(resolver=_partner, graphql_type=User)
+    partner: User | Awaitable[User] = strawberry.field(resolver=_partner, graphql_type=User)
     last_message: str | None
     last_message_at: datetime | None
     last_message_id: strawberry.ID | None
-    last_message_sender: User | None = strawberry.field(
+    last_message_sender: User | Awaitable[User | None] | None = strawberry.field(
         resolver=_last_message_sender,
         graphql_type=User | None,
         description="Who wrote the last message (you or the partner)."

@@ -68,7 +68,7 @@ class Room:
     name: str
     banner: str | None
     created_at: datetime
-    creator: User = strawberry.field(resolver=_creator, graphql_type=User)
+    creator: User | Awaitable[User] = strawberry.field(resolver=_creator, graphql_type=User)
     _record: strawberry.Private[RoomRecord]
     #: Users prefetched by ``list_of``.
     _users: strawberry.Private[Prefetched] = None

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from gateway.errors import RateLimited
 from gateway.settings import Settings
@@ -39,7 +39,7 @@ class HashingPool:
     def in_flight(self) -> int:
         return self._in_flight
 
-    def _done(self, _: Future[object]) -> None:
+    def _done(self, _: Future[Any]) -> None:
         with self._lock:
             self._in_flight -= 1
 
