@@ -47,8 +47,9 @@ CUSTOM_SCALARS: dict[str, st.SearchStrategy[graphql.ValueNode]] = {
 
 def _root_fields() -> list[tuple[str, str]]:
     schema = graphql.build_schema(SCHEMA)
-    fields = [("query", name) for name in schema.query_type.fields]  # type: ignore[union-attr]
-    mutations = sorted(schema.mutation_type.fields, key=lambda name: name == "signOut")  # type: ignore[union-attr]
+    assert schema.query_type is not None and schema.mutation_type is not None
+    fields = [("query", name) for name in schema.query_type.fields]
+    mutations = sorted(schema.mutation_type.fields, key=lambda name: name == "signOut")
     return fields + [("mutation", name) for name in mutations]
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+from datetime import datetime
+from uuid import UUID
 
 import pytest
 from aiohttp import web
@@ -155,10 +157,10 @@ async def test_a_join_that_lands_after_the_clean_up_undoes_itself(
     name = await create_room(api, creator)
     original = MemberStore.add
 
-    async def delete_first(self: MemberStore, room_id: object, login: str, joined_at: object) -> bool:
+    async def delete_first(self: MemberStore, room_id: UUID, login: str, joined_at: datetime) -> bool:
         if login == late.login:
             await api.ok(DELETE, {"n": name}, token=creator.token)
-        return await original(self, room_id, login, joined_at)  # type: ignore[arg-type]
+        return await original(self, room_id, login, joined_at)
 
     monkeypatch.setattr(MemberStore, "add", delete_first)
     error = await api.error(JOIN, {"n": name}, token=late.token)

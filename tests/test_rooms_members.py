@@ -72,12 +72,12 @@ async def test_participants_page_by_login_without_gap_or_repeat(api: Api) -> Non
 
     small = await api.call(PARTICIPANTS, {"n": name, "first": 5})
     large = await api.call(PARTICIPANTS, {"n": name, "first": 50})
-    assert len(small.data["room"]["participants"]["edges"]) == 5  # type: ignore[index]
-    assert len(large.data["room"]["participants"]["edges"]) == 14  # type: ignore[index]
+    assert len(small.result["room"]["participants"]["edges"]) == 5
+    assert len(large.result["room"]["participants"]["edges"]) == 14
     # the room, the participant count, one slice of participants, one batched read of their profiles
     assert small.statements == large.statements == 4
 
-    cursor = small.data["room"]["participants"]["pageInfo"]["endCursor"]  # type: ignore[index]
+    cursor = small.result["room"]["participants"]["pageInfo"]["endCursor"]
     for bad in ("garbage!", "eyJsIjoxfQ"):  # {"l": 1}
         error = await api.error(PARTICIPANTS, {"n": name, "first": 5, "after": bad})
         assert error["extensions"] == {"code": "BAD_USER_INPUT", "field": "after"}
@@ -97,7 +97,7 @@ async def test_user_rooms_page_by_name_and_cost_the_same_for_any_page_size(api: 
 
     small = await api.call(USER_ROOMS, {"l": collector.login, "first": 5})
     large = await api.call(USER_ROOMS, {"l": collector.login, "first": 50})
-    listed = large.data["user"]["rooms"]["edges"]  # type: ignore[index]
+    listed = large.result["user"]["rooms"]["edges"]
     assert {e["node"]["creator"]["login"] for e in listed} == {c.login for c in creators}
     assert {e["node"]["participantCount"] for e in listed} == {2}
     # the user, one slice of their rooms, one batched read of the rooms, one of their
@@ -115,7 +115,7 @@ async def test_many_users_rooms_in_one_request_share_their_batched_reads(api: Ap
     }"""
     response = await api.call(query, dict(zip("abc", (p.login for p in people), strict=True)))
     assert response.errors == []
-    listed = [n["name"] for key in "abc" for n in response.data[key]["rooms"]["nodes"]]  # type: ignore[index]
+    listed = [n["name"] for key in "abc" for n in response.result[key]["rooms"]["nodes"]]
     assert sorted(listed) == sorted(names)
     # one batched read of the users, a slice per user, one read of all six rooms (their
     # creators are the users already loaded)

@@ -122,7 +122,8 @@ def upload_targets(endpoint: Endpoint, operations: dict[str, Any], mapping: dict
             segments = path.split(".")
             if len(segments) < 2 or segments[0] != "variables" or segments[1] not in declared:
                 raise bad_request(f"`map` entry {field!r}: {path!r} is not a path into `variables`.")
-            target = _target_type(declared[segments[1]], segments[2:])  # type: ignore[arg-type]
+            declared_type = declared[segments[1]]
+            target = _target_type(declared_type, segments[2:]) if declared_type is not None else None
             if not (isinstance(target, GraphQLScalarType) and target.name == UPLOAD):
                 raise bad_request(f"`map` entry {field!r}: {path!r} is not an `{UPLOAD}` variable.")
             if path in seen:

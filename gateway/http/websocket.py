@@ -22,7 +22,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
@@ -60,8 +60,22 @@ def token_of(payload: object) -> str | None:
     return bearer_token(value if isinstance(value, str) else None)
 
 
+@runtime_checkable
+class SocketView(Protocol):
+    """What the protocol handlers need of the view that made them."""
+
+    services: Services
+    sockets: SocketCounts
+
+
 class SessionSocket:
     """One connection's admission and session, shared by both protocol handlers."""
+
+    @classmethod
+    def of(cls, view: object, websocket: AsyncWebSocketAdapter) -> SessionSocket:
+        if not isinstance(view, SocketView):
+            raise TypeError(f"{type(view).__name__} keeps no services and socket counts")
+        return cls(view.services, view.sockets, websocket)
 
     def __init__(self, services: Services, counts: SocketCounts, websocket: AsyncWebSocketAdapter) -> None:
         self.services = services
@@ -191,7 +205,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.session = SessionSocket(self.view.services, self.view.sockets, self.websocket)  # type: ignore[attr-defined]
+        self.session = SessionSocket.of(self.view, self.websocket)
 
     async def handle(self) -> None:
         await self.session.run(super().handle)
@@ -224,7 +238,7 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.session = SessionSocket(self.view.services, self.view.sockets, self.websocket)  # type: ignore[attr-defined]
+        self.session = SessionSocket.of(self.view, self.websocket)
         self.init_received = False
 
     async def handle(self) -> None:
