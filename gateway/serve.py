@@ -11,9 +11,11 @@ import asyncio
 import logging
 import signal
 
+import uvloop
 from aiohttp import web
 
 from gateway.app import DRAIN
+from gateway.http.access_log import AccessLog, access_log
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -23,7 +25,13 @@ FINAL_SHUTDOWN_SECONDS = 1.0
 
 
 async def serve(app: web.Application, settings: Settings, *, reuse_port: bool = False) -> None:
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=FINAL_SHUTDOWN_SECONDS)
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        shutdown_timeout=FINAL_SHUTDOWN_SECONDS,
+        access_log=access_log(settings.access_log),
+        access_log_class=AccessLog,
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port or None)
@@ -44,4 +52,7 @@ async def serve(app: web.Application, settings: Settings, *, reuse_port: bool = 
 
 
 def run(app: web.Application, settings: Settings, *, reuse_port: bool = False) -> None:
-    asyncio.run(serve(app, settings, reuse_port=reuse_port))
+    """Serve on uvloop's event loop: the loop's own bookkeeping (ready queue, futures,
+    socket reads) is a visible share of a request's CPU under asyncio's."""
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(serve(app, settings, reuse_port=reuse_port))

@@ -74,6 +74,8 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "INFO"
+    # One line per request on the aiohttp.access logger (at INFO); off installs no access logger.
+    access_log: bool = True
     # Origins whose pages may call the API (CORS) and open its WebSocket; "*" is any
     # origin, without credentials. Empty: same-origin only.
     cors_origins: tuple[str, ...] = ()
@@ -200,6 +202,7 @@ class Settings:
             host=_env("GATEWAY_HOST", cls.host),
             port=_env_int("GATEWAY_PORT", cls.port),
             log_level=_env("GATEWAY_LOG_LEVEL", cls.log_level).upper(),
+            access_log=_env_bool("GATEWAY_ACCESS_LOG", cls.access_log),
             cors_origins=tuple(o.strip() for o in _env("GATEWAY_CORS_ORIGINS", "").split(",") if o.strip()),
             trusted_documents=Path(trusted) if (trusted := _env("GATEWAY_TRUSTED_DOCUMENTS", "")) else None,
             introspection=_env_optional_bool("GATEWAY_INTROSPECTION"),
