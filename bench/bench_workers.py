@@ -47,6 +47,8 @@ def _env(settings: Settings, port: int, broker_url: str) -> dict[str, str]:
         "ARGON2_TIME_COST": "1",
         "ARGON2_MEMORY_COST_KIB": "8192",
         "ARGON2_PARALLELISM": "1",
+        # Its own keyspace, so any pepper does (a real cluster refuses the public default).
+        "CONTACTS_IDENTITY_PEPPER": os.environ.get("CONTACTS_IDENTITY_PEPPER") or "bench-pepper",
     }
 
 
