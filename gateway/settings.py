@@ -12,6 +12,9 @@ from pathlib import Path
 
 from gateway.http.origins import cors_problems
 
+#: Characters of GATEWAY_URL_SIGNING_SECRET at the least (e.g. ``openssl rand -hex 32`` gives 64).
+MIN_SIGNING_SECRET = 32
+
 
 def _env(name: str, default: str) -> str:
     value = os.environ.get(name)
@@ -127,6 +130,12 @@ class Settings:
     contacts_max_in_flight: int = 64
     # Mail folder partitions: "month", "day" or "<N>s" (never change it once mail is stored).
     mail_bucket: str = "month"
+    # Attachment download links (gateway/mail/links.py): the origin they start with ("" = the
+    # request's own), the HMAC secret every process shares ("" = random per process, embedded
+    # node only) and how long a link works.
+    public_url: str = ""
+    url_signing_secret: str = ""
+    download_url_ttl_seconds: int = 900
     # Seed demo data on `gateway serve --seed`.
     seed: bool = False
 
@@ -188,6 +197,11 @@ class Settings:
             ),
             contacts_max_in_flight=_env_int("CONTACTS_MAX_IN_FLIGHT", cls.contacts_max_in_flight),
             mail_bucket=_env("MAIL_BUCKET", cls.mail_bucket),
+            public_url=_env("GATEWAY_PUBLIC_URL", cls.public_url),
+            url_signing_secret=_env("GATEWAY_URL_SIGNING_SECRET", cls.url_signing_secret),
+            download_url_ttl_seconds=_env_int(
+                "GATEWAY_DOWNLOAD_URL_TTL_SECONDS", cls.download_url_ttl_seconds
+            ),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
         )
 
@@ -217,6 +231,7 @@ class Settings:
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
             "MESSENGER_ACTIVITY_SLOT": self.messenger_activity_slot,
+            "GATEWAY_DOWNLOAD_URL_TTL_SECONDS": self.download_url_ttl_seconds,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
         buckets = {
@@ -244,6 +259,7 @@ class Settings:
             problems.append(
                 ("CASSANDRA_KEYSPACE", f"CASSANDRA_KEYSPACE is not a valid keyspace name: {self.keyspace!r}")
             )
+        problems += self._download_link_problems()
         problems += [("GATEWAY_CORS_ORIGINS", message) for message in cors_problems(self.cors_origins)]
         if self.trusted_documents is not None and not self.trusted_documents.is_file():
             name = "GATEWAY_TRUSTED_DOCUMENTS"
@@ -251,4 +267,16 @@ class Settings:
         if problems:
             raise SettingsError(problems[0][0], "; ".join(message for _, message in problems))
         return self
+
+    def _download_link_problems(self) -> list[tuple[str, str]]:
+        problems = []
+        if self.public_url and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", self.public_url):
+            name = "GATEWAY_PUBLIC_URL"
+            problems.append((name, f"{name} must be an http(s) URL without query, got {self.public_url!r}"))
+        name = "GATEWAY_URL_SIGNING_SECRET"
+        if self.url_signing_secret and len(self.url_signing_secret) < MIN_SIGNING_SECRET:
+            problems.append((name, f"{name} must be at least {MIN_SIGNING_SECRET} characters"))
+        elif not self.url_signing_secret and not self.embedded:
+            problems.append((name, f"{name} must be set with CASSANDRA_CONTACT_POINTS (gateways share it)"))
+        return problems
 
