@@ -14,6 +14,9 @@ from gateway.http.client_address import parse_networks
 from gateway.http.origins import cors_problems
 from gateway.ratelimit.rates import parse_rate
 
+#: Characters of GATEWAY_URL_SIGNING_SECRET at the least (e.g. ``openssl rand -hex 32`` gives 64).
+MIN_SIGNING_SECRET = 32
+
 
 def _env(name: str, default: str) -> str:
     value = os.environ.get(name)
@@ -146,6 +149,12 @@ class Settings:
     rooms_per_user_max: int = 200
     # Mail folder partitions: "month", "day" or "<N>s" (never change it once mail is stored).
     mail_bucket: str = "month"
+    # Attachment download links (gateway/mail/links.py): the origin they start with ("" = the
+    # request's own), the HMAC secret every process shares ("" = random per process, embedded
+    # node only) and how long a link works.
+    public_url: str = ""
+    url_signing_secret: str = ""
+    download_url_ttl_seconds: int = 900
     # Seed demo data on `gateway serve --seed`.
     seed: bool = False
     # Proxies (IPs or CIDRs) whose X-Forwarded-For names the client (gateway/http/client_address.py).
@@ -250,6 +259,11 @@ class Settings:
             mail_bucket=_env("MAIL_BUCKET", cls.mail_bucket),
             room_max_participants=_env_int("ROOM_MAX_PARTICIPANTS", cls.room_max_participants),
             rooms_per_user_max=_env_int("ROOMS_PER_USER_MAX", cls.rooms_per_user_max),
+            public_url=_env("GATEWAY_PUBLIC_URL", cls.public_url),
+            url_signing_secret=_env("GATEWAY_URL_SIGNING_SECRET", cls.url_signing_secret),
+            download_url_ttl_seconds=_env_int(
+                "GATEWAY_DOWNLOAD_URL_TTL_SECONDS", cls.download_url_ttl_seconds
+            ),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
             trusted_proxies=tuple(
                 p.strip() for p in _env("GATEWAY_TRUSTED_PROXIES", "").split(",") if p.strip()
@@ -306,6 +320,7 @@ class Settings:
             "ROOMS_PER_USER_MAX": self.rooms_per_user_max,
             "GATEWAY_SIGN_IN_BACKOFF": self.sign_in_backoff,
             "GATEWAY_SIGN_IN_BACKOFF_MAX": self.sign_in_backoff_max,
+            "GATEWAY_DOWNLOAD_URL_TTL_SECONDS": self.download_url_ttl_seconds,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
         if 0 < self.session_ttl_days * 86400 < 1:
@@ -342,6 +357,7 @@ class Settings:
             problems.append(
                 ("CASSANDRA_KEYSPACE", f"CASSANDRA_KEYSPACE is not a valid keyspace name: {self.keyspace!r}")
             )
+        problems += self._download_link_problems()
         problems += [("GATEWAY_CORS_ORIGINS", message) for message in cors_problems(self.cors_origins)]
         if self.trusted_documents is not None and not self.trusted_documents.is_file():
             name = "GATEWAY_TRUSTED_DOCUMENTS"
@@ -371,4 +387,16 @@ class Settings:
         if problems:
             raise SettingsError(problems[0][0], "; ".join(message for _, message in problems))
         return self
+
+    def _download_link_problems(self) -> list[tuple[str, str]]:
+        problems = []
+        if self.public_url and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", self.public_url):
+            name = "GATEWAY_PUBLIC_URL"
+            problems.append((name, f"{name} must be an http(s) URL without query, got {self.public_url!r}"))
+        name = "GATEWAY_URL_SIGNING_SECRET"
+        if self.url_signing_secret and len(self.url_signing_secret) < MIN_SIGNING_SECRET:
+            problems.append((name, f"{name} must be at least {MIN_SIGNING_SECRET} characters"))
+        elif not self.url_signing_secret and not self.embedded:
+            problems.append((name, f"{name} must be set with CASSANDRA_CONTACT_POINTS (gateways share it)"))
+        return problems
 

@@ -35,6 +35,8 @@ GENEROUS_LIMITS: dict[str, Any] = {
 
 @pytest.fixture(scope="session")
 def base_settings() -> Settings:
+    # Every gateway of a test run, in process or spawned, signs download links alike.
+    os.environ.setdefault("GATEWAY_URL_SIGNING_SECRET", uuid.uuid4().hex + uuid.uuid4().hex)
     settings = Settings.from_env()
     keyspace = os.environ.get("TEST_KEYSPACE") or f"test_{uuid.uuid4().hex[:12]}"
     settings = replace(

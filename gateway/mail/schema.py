@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from datetime import datetime
 from typing import Annotated
+from uuid import UUID
 
 import strawberry
 from strawberry.file_uploads import Upload
@@ -15,8 +16,8 @@ from gateway.graph.cost import max_items
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.mail import rules
+from gateway.mail.links import DownloadLinks, SignedLink
 from gateway.mail.loaders import unread_counts_loader
-from gateway.mail.names import download_path
 from gateway.mail.records import (
     AttachmentRecord,
     EmailRecord,
@@ -44,9 +45,33 @@ class Attachment:
     content_type: str
     size: int = strawberry.field(description="Bytes.")
     chunk_count: int = strawberry.field(description="Stored chunks of at most 1000 KiB.")
-    url: str = strawberry.field(
-        description="Path of the download (GET, same bearer token), relative to the API's origin."
+    _email_id: strawberry.Private[UUID]
+    _link: strawberry.Private[SignedLink | None] = None
+
+    async def _signed(self, info: Info) -> SignedLink:
+        if self._link is None:
+            context = context_of(info)
+            viewer = await context.require_viewer()
+            request = context.request
+            origin = f"{request.scheme}://{request.host}" if request is not None else ""
+            links = context.store(DownloadLinks)
+            self._link = links.mint(origin, self._email_id, self.filename, viewer)
+        return self._link
+
+    @strawberry.field(
+        description="Absolute URL of the download, signed for you: it works without the "
+        "Authorization header (in an <img>, a download manager) until urlExpiresAt. Honours "
+        "Range, ETag and If-None-Match."
     )
+    async def url(self, info: Info) -> str:
+        return (await self._signed(info)).url
+
+    @strawberry.field(
+        description="When url stops working (at least GATEWAY_DOWNLOAD_URL_TTL_SECONDS after "
+        "this response); ask for the attachment again for a fresh one."
+    )
+    async def url_expires_at(self, info: Info) -> datetime:
+        return (await self._signed(info)).expires_at
 
     @classmethod
     def of(cls, email: EmailRecord, record: AttachmentRecord) -> Attachment:
@@ -55,7 +80,7 @@ class Attachment:
             content_type=record.content_type,
             size=record.size,
             chunk_count=record.chunk_count,
-            url=download_path(str(email.id), record.filename),
+            _email_id=email.id,
         )
 
 
