@@ -118,6 +118,7 @@ class Settings:
     messenger_activity_slot: int = 60
     room_bucket: str = "day"
     blog_post_bucket: str = "month"
+    blog_author_bucket: str = "year"
     blog_comment_bucket: str = "day"
     # Contacts: the secret key of the identity hashes (HMAC-SHA256), the country
     # calling code for national phone numbers ("" = international numbers only),
@@ -181,6 +182,7 @@ class Settings:
             messenger_activity_slot=_env_int("MESSENGER_ACTIVITY_SLOT", cls.messenger_activity_slot),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
             blog_post_bucket=_env("BLOG_POST_BUCKET", cls.blog_post_bucket),
+            blog_author_bucket=_env("BLOG_AUTHOR_BUCKET", cls.blog_author_bucket),
             blog_comment_bucket=_env("BLOG_COMMENT_BUCKET", cls.blog_comment_bucket),
             contacts_identity_pepper=_env("CONTACTS_IDENTITY_PEPPER", cls.contacts_identity_pepper),
             contacts_default_country_code=_env(
@@ -223,12 +225,13 @@ class Settings:
             "MESSENGER_BUCKET": self.messenger_bucket,
             "ROOM_BUCKET": self.room_bucket,
             "BLOG_POST_BUCKET": self.blog_post_bucket,
+            "BLOG_AUTHOR_BUCKET": self.blog_author_bucket,
             "BLOG_COMMENT_BUCKET": self.blog_comment_bucket,
             "MAIL_BUCKET": self.mail_bucket,
         }
         for name, value in buckets.items():
-            if value not in {"month", "day"} and not re.fullmatch(r"[1-9][0-9]*s", value):
-                problems.append((name, f"{name} must be 'month', 'day' or '<N>s', got {value!r}"))
+            if value not in {"year", "month", "day"} and not re.fullmatch(r"[1-9][0-9]*s", value):
+                problems.append((name, f"{name} must be 'year', 'month', 'day' or '<N>s', got {value!r}"))
         if not re.fullmatch(r"\+?([0-9]{1,3})?", self.contacts_default_country_code):
             name = "CONTACTS_DEFAULT_COUNTRY_CODE"
             problems.append((name, f"{name} must be 1-3 digits or empty"))

@@ -18,7 +18,7 @@ from tests.cli import run_cli
         ("CASSANDRA_REQUEST_TIMEOUT", "soon", "CASSANDRA_REQUEST_TIMEOUT must be a number, got 'soon'"),
         ("GATEWAY_QUERY_METRICS", "maybe", "GATEWAY_QUERY_METRICS must be 1/0, true/false, yes/no or on/off"),
         ("GATEWAY_REDIS_PORT", "70000", "GATEWAY_REDIS_PORT must be a port number, got 70000"),
-        ("MAIL_BUCKET", "week", "MAIL_BUCKET must be 'month', 'day' or '<N>s', got 'week'"),
+        ("MAIL_BUCKET", "week", "MAIL_BUCKET must be 'year', 'month', 'day' or '<N>s', got 'week'"),
     ],
 )
 async def test_cli_names_the_bad_variable(
@@ -42,4 +42,4 @@ def test_create_app_rejects_invalid_settings(base_settings: Settings) -> None:
     with pytest.raises(SettingsError) as raised:
         create_app(replace(base_settings, room_bucket="fortnight", redis_port=-1))
     assert raised.value.variable == "GATEWAY_REDIS_PORT"
-    assert "ROOM_BUCKET must be 'month', 'day' or '<N>s', got 'fortnight'" in raised.value.message
+    assert "ROOM_BUCKET must be 'year', 'month', 'day' or '<N>s', got 'fortnight'" in raised.value.message
