@@ -12,6 +12,8 @@ from cross_web import AiohttpHTTPRequestAdapter
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.types.unset import UnsetType
 
+from gateway.contacts.discovery import ContactDirectory
+from gateway.contacts.fanout import FanoutWorker
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
 from gateway.graph.batch import BatchBudget
@@ -34,6 +36,8 @@ log = logging.getLogger(__name__)
 SERVICES = web.AppKey("services", Services)
 READY = web.AppKey("ready", asyncio.Event)
 CONNECTOR = web.AppKey("connector", asyncio.Task)
+FANOUT = web.AppKey("fanout", FanoutWorker)
+FANOUT_TASK = web.AppKey("fanout_task", asyncio.Task)
 
 #: Seconds between attempts to reach Cassandra while it is down at start-up.
 CONNECT_RETRY_SECONDS = 2.0
@@ -97,12 +101,14 @@ async def _connect(app: web.Application) -> None:
 
 async def _on_startup(app: web.Application) -> None:
     app[CONNECTOR] = asyncio.create_task(_connect(app))
+    app[FANOUT_TASK] = asyncio.create_task(app[FANOUT].run(app[READY]))
 
 
 async def _on_cleanup(app: web.Application) -> None:
-    task = app[CONNECTOR]
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    tasks = (app[CONNECTOR], app[FANOUT_TASK])
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.to_thread(app[SERVICES].db.shutdown)
 
 
@@ -140,6 +146,7 @@ def create_app(
     app = web.Application(client_max_size=30 * 1024 * 1024)
     app[SERVICES] = services
     app[READY] = asyncio.Event()
+    app[FANOUT] = FanoutWorker(services.store(ContactDirectory).store, services.pubsub, settings)
     view = GatewayGraphQLView(
         services,
         request_adapter=StreamingUploadAdapter,

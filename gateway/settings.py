@@ -126,6 +126,11 @@ class Settings:
     contacts_identity_pepper: str = "insecure-development-pepper"
     contacts_default_country_code: str = ""
     contacts_max_in_flight: int = 64
+    # The background fan-out of a linked identity to its uploaders (gateway/contacts/fanout.py):
+    # seconds between looks for orphaned jobs, uploaders per page, seconds a worker's lease lasts.
+    contacts_fanout_poll_seconds: float = 5.0
+    contacts_fanout_batch: int = 200
+    contacts_fanout_lease_seconds: float = 30.0
     # Mail folder partitions: "month", "day" or "<N>s" (never change it once mail is stored).
     mail_bucket: str = "month"
     # Seed demo data on `gateway serve --seed`.
@@ -189,6 +194,13 @@ class Settings:
                 "CONTACTS_DEFAULT_COUNTRY_CODE", cls.contacts_default_country_code
             ),
             contacts_max_in_flight=_env_int("CONTACTS_MAX_IN_FLIGHT", cls.contacts_max_in_flight),
+            contacts_fanout_poll_seconds=_env_float(
+                "CONTACTS_FANOUT_POLL_SECONDS", cls.contacts_fanout_poll_seconds
+            ),
+            contacts_fanout_batch=_env_int("CONTACTS_FANOUT_BATCH", cls.contacts_fanout_batch),
+            contacts_fanout_lease_seconds=_env_float(
+                "CONTACTS_FANOUT_LEASE_SECONDS", cls.contacts_fanout_lease_seconds
+            ),
             mail_bucket=_env("MAIL_BUCKET", cls.mail_bucket),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
         )
@@ -218,6 +230,9 @@ class Settings:
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
+            "CONTACTS_FANOUT_POLL_SECONDS": self.contacts_fanout_poll_seconds,
+            "CONTACTS_FANOUT_BATCH": self.contacts_fanout_batch,
+            "CONTACTS_FANOUT_LEASE_SECONDS": self.contacts_fanout_lease_seconds,
             "MESSENGER_ACTIVITY_SLOT": self.messenger_activity_slot,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
