@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
 
 from gateway.contacts.discovery import Discovery, contacts_channel
 from gateway.contacts.jobs import FANOUT_CHANNEL, SHARDS, FanoutJobs, Job, JobKey
@@ -59,8 +60,8 @@ class FanoutWorker:
                 listener.cancel()
                 await asyncio.gather(listener, return_exceptions=True)
 
-    async def _listen(self, nudges: object) -> None:
-        async for key in nudges:  # type: ignore[attr-defined]
+    async def _listen(self, nudges: AsyncIterator[Any]) -> None:
+        async for key in nudges:
             if isinstance(key, JobKey):
                 self._nudged[key] = None
                 self._wake.set()
