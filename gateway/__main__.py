@@ -210,6 +210,7 @@ def cmd_blog_recount(settings: Settings, slugs: list[str]) -> int:
 #: ``gateway backfill <domain>``: the module of each domain whose ``backfill(db, settings)``
 #: fills its new tables from the old ones (idempotent) and returns a one-line summary.
 BACKFILLS: dict[str, str] = {
+    "blog": "gateway.blog.backfill",
     "messenger": "gateway.messenger.backfill",
     "rooms": "gateway.rooms.backfill",
 }

@@ -24,7 +24,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
 from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser
-from gateway.contacts.events import DISCOVERY
+from gateway.contacts.events import DISCOVERY, FANOUT_NUDGE
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
 from gateway.graph.batch import BATCH_CEILING
 from gateway.graph.codec import EventCodec
@@ -78,7 +78,7 @@ class Subscription(MessengerSubscription, RoomSubscription, ContactsSubscription
 
 def event_codec() -> EventCodec:
     """How the domains' subscription events cross a broker (the messenger's are plain JSON)."""
-    return EventCodec([ROOM_EVENT, DISCOVERY])
+    return EventCodec([ROOM_EVENT, DISCOVERY, FANOUT_NUDGE])
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:

@@ -137,6 +137,7 @@ class Settings:
     messenger_activity_slot: int = 60
     room_bucket: str = "day"
     blog_post_bucket: str = "month"
+    blog_author_bucket: str = "year"
     blog_comment_bucket: str = "day"
     # Contacts: the secret key of the identity hashes (HMAC-SHA256), the country
     # calling code for national phone numbers ("" = international numbers only),
@@ -147,6 +148,11 @@ class Settings:
     # Rooms: the most participants a room may have, and the most rooms a user may be in.
     room_max_participants: int = 1000
     rooms_per_user_max: int = 200
+    # The background fan-out of a linked identity to its uploaders (gateway/contacts/fanout.py):
+    # seconds between looks for orphaned jobs, uploaders per page, seconds a worker's lease lasts.
+    contacts_fanout_poll_seconds: float = 5.0
+    contacts_fanout_batch: int = 200
+    contacts_fanout_lease_seconds: float = 30.0
     # Mail folder partitions: "month", "day" or "<N>s" (never change it once mail is stored).
     mail_bucket: str = "month"
     # Attachment download links (gateway/mail/links.py): the origin they start with ("" = the
@@ -250,12 +256,20 @@ class Settings:
             messenger_activity_slot=_env_int("MESSENGER_ACTIVITY_SLOT", cls.messenger_activity_slot),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
             blog_post_bucket=_env("BLOG_POST_BUCKET", cls.blog_post_bucket),
+            blog_author_bucket=_env("BLOG_AUTHOR_BUCKET", cls.blog_author_bucket),
             blog_comment_bucket=_env("BLOG_COMMENT_BUCKET", cls.blog_comment_bucket),
             contacts_identity_pepper=_env("CONTACTS_IDENTITY_PEPPER", cls.contacts_identity_pepper),
             contacts_default_country_code=_env(
                 "CONTACTS_DEFAULT_COUNTRY_CODE", cls.contacts_default_country_code
             ),
             contacts_max_in_flight=_env_int("CONTACTS_MAX_IN_FLIGHT", cls.contacts_max_in_flight),
+            contacts_fanout_poll_seconds=_env_float(
+                "CONTACTS_FANOUT_POLL_SECONDS", cls.contacts_fanout_poll_seconds
+            ),
+            contacts_fanout_batch=_env_int("CONTACTS_FANOUT_BATCH", cls.contacts_fanout_batch),
+            contacts_fanout_lease_seconds=_env_float(
+                "CONTACTS_FANOUT_LEASE_SECONDS", cls.contacts_fanout_lease_seconds
+            ),
             mail_bucket=_env("MAIL_BUCKET", cls.mail_bucket),
             room_max_participants=_env_int("ROOM_MAX_PARTICIPANTS", cls.room_max_participants),
             rooms_per_user_max=_env_int("ROOMS_PER_USER_MAX", cls.rooms_per_user_max),
@@ -315,6 +329,9 @@ class Settings:
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
+            "CONTACTS_FANOUT_POLL_SECONDS": self.contacts_fanout_poll_seconds,
+            "CONTACTS_FANOUT_BATCH": self.contacts_fanout_batch,
+            "CONTACTS_FANOUT_LEASE_SECONDS": self.contacts_fanout_lease_seconds,
             "MESSENGER_ACTIVITY_SLOT": self.messenger_activity_slot,
             "ROOM_MAX_PARTICIPANTS": self.room_max_participants,
             "ROOMS_PER_USER_MAX": self.rooms_per_user_max,
@@ -330,12 +347,13 @@ class Settings:
             "MESSENGER_BUCKET": self.messenger_bucket,
             "ROOM_BUCKET": self.room_bucket,
             "BLOG_POST_BUCKET": self.blog_post_bucket,
+            "BLOG_AUTHOR_BUCKET": self.blog_author_bucket,
             "BLOG_COMMENT_BUCKET": self.blog_comment_bucket,
             "MAIL_BUCKET": self.mail_bucket,
         }
         for name, value in buckets.items():
-            if value not in {"month", "day"} and not re.fullmatch(r"[1-9][0-9]*s", value):
-                problems.append((name, f"{name} must be 'month', 'day' or '<N>s', got {value!r}"))
+            if value not in {"year", "month", "day"} and not re.fullmatch(r"[1-9][0-9]*s", value):
+                problems.append((name, f"{name} must be 'year', 'month', 'day' or '<N>s', got {value!r}"))
         if self.drain_seconds < 0:
             name = "GATEWAY_DRAIN_SECONDS"
             problems.append((name, f"{name} must be 0 or more, got {self.drain_seconds}"))

@@ -21,6 +21,7 @@ from tests.test_contacts_support import (
     all_contacts,
     discoveries,
     e164,
+    fanouts_done,
     fresh_phone,
     indexed_by,
     nothing_arrives,
@@ -148,6 +149,7 @@ async def test_linking_is_idempotent_and_completes_an_interrupted_link(
     second = (await api.ok(LINK, {"network": "tel", "networkId": phone}, token=owner.token))["linkIdentity"]
     assert first == second
     assert (await api.ok(IDENTITIES, token=owner.token))["me"]["identities"] == [first]
+    await fanouts_done(app)
     assert (await all_contacts(api, uploader.token))[0]["user"]["login"] == owner.login
 
 
@@ -204,7 +206,7 @@ async def test_reupload_replaces_the_book_and_the_index_follows(api: Api, app: w
     assert len(await all_contacts(api, uploader.token)) == 1
 
 
-async def test_uploads_racing_links_never_miss_a_discovery(api: Api) -> None:
+async def test_uploads_racing_links_never_miss_a_discovery(api: Api, app: web.Application) -> None:
     """Large books keep each upload busy for a while; the links start one after the
     other during it, so they land before, between and after the upload's index
     writes and owner reads. Whatever the interleaving, every owner is found."""
@@ -225,6 +227,7 @@ async def test_uploads_racing_links_never_miss_a_discovery(api: Api) -> None:
         *(upload(api, u.token, "tel", b) for u, b in zip(uploaders, books, strict=True)),
         *(link_after(i * 0.1, o.token, p) for i, (o, p) in enumerate(zip(linkers, phones, strict=True))),
     )
+    await fanouts_done(app)
     for n, uploader in enumerate(uploaders):
         found = {
             c["networkId"]: c["user"]["login"] for c in await all_contacts(api, uploader.token) if c["user"]

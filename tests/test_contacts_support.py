@@ -14,6 +14,7 @@ from gql import GraphQLRequest
 from gateway.app import SERVICES
 from gateway.contacts.discovery import contacts_channel
 from gateway.contacts.identities import Identity, identity_hash
+from gateway.contacts.jobs import SHARDS, FanoutJobs
 from gateway.graph.pubsub import InProcessPubSub
 from tests.client import Api
 
@@ -109,3 +110,16 @@ async def nothing_arrives(events: asyncio.Queue, seconds: float = 0.5) -> bool:
     except TimeoutError:
         return True
     return False
+
+
+async def fanouts_done(app: web.Application, within: float = 120.0) -> None:
+    """Wait (bounded) until no fan-out job of a linked identity is left in any shard."""
+    jobs = FanoutJobs(app[SERVICES].db)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        pending = [job for shard in range(SHARDS) for job in await jobs.waiting(shard, 1)]
+        if not pending:
+            return
+        assert loop.time() < deadline, f"fan-out jobs still pending: {pending}"
+        await asyncio.sleep(0.1)

@@ -10,7 +10,7 @@ from strawberry.types import Info
 
 from gateway.blog import rules
 from gateway.blog.comment_store import CommentRecord, CommentStore
-from gateway.blog.cursors import author_cursor, author_position, timeline_position
+from gateway.blog.cursors import author_position, timeline_position
 from gateway.blog.loaders import comment_count_loader, post_count_loader, post_loader
 from gateway.blog.store import ALL_POSTS, PostDraft, PostRecord, PostStore, PostSummary
 from gateway.errors import Conflict, NotFound
@@ -252,10 +252,11 @@ class BlogUser:
         self, info: Info, first: int | None = AUTHOR_POSTS_PAGE, after: str | None = None
     ) -> Connection[Post]:
         size = page_size(info, first, AUTHOR_POSTS_PAGE)
-        past = author_position(after)
         store = context_of(info).store(PostStore)
-        posts, has_next = await store.by_author(self.login, first=size, after=past)
-        nodes = await Post.list_of(info, posts)
+        position = author_position(after, store.author_position)
+        page = await store.by_author(self.login, first=size, after=position)
+        nodes = await Post.list_of(info, [summary for _, summary in page.items])
         return Connection.of(
-            [(author_cursor(post.id), node) for post, node in zip(posts, nodes, strict=True)], has_next
+            [(position_cursor(pos), node) for (pos, _), node in zip(page.items, nodes, strict=True)],
+            page.has_next,
         )

@@ -91,6 +91,16 @@ _TAG_TIMELINE = BucketedTimeline(
     newest_first=True,
 )
 
+#: An author's posts (``User.posts``), bucketed by ``BLOG_AUTHOR_BUCKET``.
+AUTHOR_TIMELINE = BucketedTimeline(
+    items="posts_by_author_bucket",
+    index="post_buckets_by_author",
+    key=("author",),
+    item_id="id",
+    columns="id, slug, title, tags",
+    newest_first=True,
+)
+
 
 class PostStore:
     """Posts and the timelines they are filed in.
@@ -102,11 +112,16 @@ class PostStore:
     slice plus one read of the small bucket index. Bucket numbers of different
     granularities do not interleave in time order, so the granularity is fixed
     for a keyspace's life.
+
+    An author's list is bucketed the same way by ``BLOG_AUTHOR_BUCKET`` (a year
+    by default: one author's year stays within the size of a platform's month,
+    and a page of an occasional writer is still one bucket slice).
     """
 
     def __init__(self, db: Database, settings: Settings) -> None:
         self.db = db
         self.granularity = validate_granularity(settings.blog_post_bucket)
+        self.author_granularity = validate_granularity(settings.blog_author_bucket)
 
     # -- publishing ---------------------------------------------------------
 
@@ -167,14 +182,17 @@ class PostStore:
     async def _file(self, post: PostRecord) -> None:
         """File the post under each of its tags, under "all posts" and under its author.
 
-        One LOGGED batch, on purpose: these rows live in up to 23 partitions of
-        three tables. Cassandra writes a logged batch to its batchlog before
+        One LOGGED batch, on purpose: these rows live in up to 26 partitions of
+        five tables. Cassandra writes a logged batch to its batchlog before
         applying it, so once the batch is accepted every row lands, even if the
         coordinator dies halfway; separate (or unlogged) writes could leave a
         post listed under "all posts" but missing from its tag or its author's
         list for good. The batch is idempotent (the same keys and values each
         time), so a retry may safely send it again. At most ~16 KB (10 tags of
         200-character titles), under Cassandra's 50 KB batch limit.
+
+        The author's row goes both to the bucketed list and to the unbucketed
+        ``posts_by_author`` that gateways of the previous release read.
         """
         bucket = bucket_of_timeuuid(post.id, self.granularity)
         tags = list(post.tags)
@@ -188,6 +206,9 @@ class PostStore:
                     (tag, bucket, post.id, post.slug, post.title, post.author, tags),
                 )
             )
+        author_bucket = bucket_of_timeuuid(post.id, self.author_granularity)
+        statements.append(AUTHOR_TIMELINE.add_bucket((post.author,), author_bucket))
+        statements.append(author_row(post, author_bucket))
         statements.append(
             (
                 "INSERT INTO posts_by_author (author, id, slug, title, tags) VALUES (?, ?, ?, ?, ?)",
@@ -209,25 +230,15 @@ class PostStore:
             self.db, (tag,), lambda row: _summary(row, row["author"]), first=first, after=after
         )
 
-    async def by_author(
-        self, author: str, *, first: int, after: UUID | None
-    ) -> tuple[list[PostSummary], bool]:
-        """An author's posts, newest first: one slice of one partition; (posts, has_next)."""
-        limit = first + 1
-        if after is None:
-            result = await self.db.execute(
-                "SELECT id, slug, title, tags FROM posts_by_author WHERE author = ? LIMIT ?",
-                (author, limit),
-                fetch_size=limit,
-            )
-        else:
-            result = await self.db.execute(
-                "SELECT id, slug, title, tags FROM posts_by_author WHERE author = ? AND id < ? LIMIT ?",
-                (author, after, limit),
-                fetch_size=limit,
-            )
-        posts = [_summary(row, author) for row in result.rows]
-        return posts[:first], len(posts) > first
+    async def by_author(self, author: str, *, first: int, after: Position | None) -> Page[PostSummary]:
+        """An author's posts, newest first, across the author's buckets."""
+        return await AUTHOR_TIMELINE.page(
+            self.db, (author,), lambda row: _summary(row, author), first=first, after=after
+        )
+
+    def author_position(self, post_id: UUID) -> Position:
+        """Where ``post_id`` sits in its author's list (a cursor that carries only the id)."""
+        return Position(bucket_of_timeuuid(post_id, self.author_granularity), post_id)
 
     async def post_counts(self, authors: Iterable[str]) -> dict[str, int]:
         """``User.postCount`` of many authors: one ``IN`` read per 100."""
@@ -239,12 +250,16 @@ class PostStore:
 
         The counter is incremented apart from the post's filing (counters cannot
         join a logged batch), so a lost increment leaves ``postCount`` short.
-        Like comment recounts, run it while the author is not publishing.
+        Like comment recounts, run it while the author is not publishing. One
+        count per bucket: no statement reads more than one bucket's partition.
         """
-        result = await self.db.execute(
-            "SELECT COUNT(*) AS n FROM posts_by_author WHERE author = ?", (author,)
-        )
-        stored = int(result.rows[0]["n"])
+        stored = 0
+        for bucket in await AUTHOR_TIMELINE.buckets(self.db, (author,)):
+            result = await self.db.execute(
+                "SELECT COUNT(*) AS n FROM posts_by_author_bucket WHERE author = ? AND bucket = ?",
+                (author, bucket),
+            )
+            stored += int(result.rows[0]["n"])
         before = (await self.post_counts([author])).get(author, 0)
         if stored != before:
             await self.db.execute(
@@ -256,6 +271,15 @@ class PostStore:
         """(slug, author) of every post: a full scan, for maintenance commands only."""
         rows = await self.db.execute_all("SELECT slug, author FROM posts", fetch_size=1000)
         return [(row["slug"], row["author"]) for row in rows if row["author"] is not None]
+
+
+def author_row(post: PostSummary, bucket: int) -> tuple[str, Params]:
+    """The idempotent write of ``post``'s row in its author's bucketed list."""
+    return (
+        "INSERT INTO posts_by_author_bucket (author, bucket, id, slug, title, tags)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (post.author, bucket, post.id, post.slug, post.title, list(post.tags)),
+    )
 
 
 def _summary(row: Row, author: str) -> PostSummary:

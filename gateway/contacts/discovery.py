@@ -4,12 +4,20 @@ Two operations can discover the same connection, and the order of their
 writes and reads guarantees that at least one of them does:
 
 - ``upload_contacts`` writes the reverse index, *then* reads the owners;
-- ``link_identity`` writes the claim, *then* reads the reverse index.
+- ``link_identity`` writes the claim, *then* a fan-out job, and the job's
+  worker reads the reverse index page by page (``fanout.py``).
 
-Whichever of the two reads comes second sees the other's write (each write is
-acknowledged at LOCAL_QUORUM before its read at LOCAL_QUORUM starts), so a
-contact is never left undiscovered when an upload and a link race. Both may
-see each other; recording a discovery is idempotent.
+Take an upload's index row and the owner read after it. If that read starts
+after the claim was acknowledged, it sees the owner. Otherwise the index row
+was acknowledged before the claim, hence before the job was written, hence
+before any page of the job is read: whichever worker reads the page that
+holds the row sees it (each write is acknowledged at LOCAL_QUORUM before the
+reads that follow it start, at LOCAL_QUORUM). The job is durable and a job
+whose worker dies is continued from its last recorded page by another, so
+every page is read in the end. A link that finds a job of the same identity
+and owner still running writes none: that job also started after the claim,
+so the same argument covers it. Both sides may see each other; recording a
+discovery is idempotent and announced only by whoever records it first.
 
 The reverse index always covers the stored books (index rows are written
 before book rows and deleted after them): an index row without a book row is
@@ -27,6 +35,7 @@ from dataclasses import dataclass
 
 from gateway.contacts import identities
 from gateway.contacts.identities import Identity
+from gateway.contacts.jobs import FANOUT_CHANNEL, FanoutJobs, JobKey
 from gateway.contacts.store import BookEntry, ContactStore, LinkedIdentity
 from gateway.db import clock
 from gateway.db.session import Database
@@ -68,7 +77,7 @@ class SyncResult:
     discovered: list[str]
 
 
-Publish = Callable[[str, Discovery], Awaitable[None]]
+Publish = Callable[[str, object], Awaitable[None]]
 #: Charges a user for identities an upload answers with their owner (the count; 0 asks
 #: whether anything is left); raises RateLimited when over the limit.
 ChargeLookups = Callable[[int], Awaitable[None]]
@@ -79,6 +88,7 @@ class ContactDirectory:
 
     def __init__(self, db: Database, settings: Settings) -> None:
         self.store = ContactStore(db, settings)
+        self.jobs = FanoutJobs(db)
         self.pepper = settings.contacts_identity_pepper.encode()
         self.country_code = identities.country_code(settings.contacts_default_country_code)
 
@@ -112,34 +122,17 @@ class ContactDirectory:
         return linked
 
     async def _tell_uploaders(self, linked: LinkedIdentity, owner: str, publish: Publish | None) -> None:
-        """Record the owner on every book row of this identity that lacks it, then notify.
+        """Leave the fan-out to the uploaders as a job for the workers (``fanout.py``).
 
-        Each row is read first: a row that already names its owner (an earlier,
-        interrupted link; an upload that found it) is not announced twice, and a
-        row that is gone is not recreated as a leftover.
+        The link's response does not wait for it: the uploaders learn of the owner
+        once a worker has reached them, usually within moments (the job is
+        announced to the workers at once), at worst within a lease plus a poll
+        interval when the worker that took it dies.
         """
-        uploaders = [u for u in await self.store.uploaders_of(linked.identity_hash) if u != owner]
-
-        def record(uploader: str) -> Callable[[], Awaitable[str | None]]:
-            async def run() -> str | None:
-                entry = await self.store.entry(uploader, linked.network, linked.identity_hash)
-                if entry is None or entry.leftover or entry.owner is not None:
-                    return None
-                await self.store.record_discovery(
-                    uploader, linked.network, linked.identity_hash, owner, linked.linked_at
-                )
-                return uploader
-
-            return run
-
-        told = await self.store.limit.run_all([record(u) for u in uploaders])
-        if publish is None:
-            return
-        for uploader in told:
-            if uploader is not None:
-                await publish(
-                    contacts_channel(uploader), Discovery(linked.network, linked.identity_hash, owner)
-                )
+        key = JobKey(linked.identity_hash, owner)
+        await self.jobs.create(key, linked.network, linked.linked_at)
+        if publish is not None:
+            await publish(FANOUT_CHANNEL, key)
 
     # -- uploadContacts -----------------------------------------------------
 

@@ -146,12 +146,22 @@ class ContactStore:
 
     # -- the reverse index --------------------------------------------------
 
-    async def uploaders_of(self, identity_hash: bytes) -> list[str]:
-        """Every user with this identity in an address book (all pages of its partition)."""
-        rows = await self.db.execute_all(
-            "SELECT login FROM contact_index WHERE identity_hash = ?", (identity_hash,), fetch_size=1000
-        )
-        return [r["login"] for r in rows]
+    async def uploaders_page(self, identity_hash: bytes, *, after: str | None, limit: int) -> list[str]:
+        """Up to ``limit`` users with this identity in an address book, in login order,
+        after ``after``: one slice of the identity's partition."""
+        if after is None:
+            result = await self.db.execute(
+                "SELECT login FROM contact_index WHERE identity_hash = ? LIMIT ?",
+                (identity_hash, limit),
+                fetch_size=limit,
+            )
+        else:
+            result = await self.db.execute(
+                "SELECT login FROM contact_index WHERE identity_hash = ? AND login > ? LIMIT ?",
+                (identity_hash, after, limit),
+                fetch_size=limit,
+            )
+        return [r["login"] for r in result.rows]
 
     async def index(self, login: str, hashes: Iterable[bytes]) -> None:
         """One single-partition write per identity (each is its own partition), bounded in flight."""
@@ -190,6 +200,29 @@ class ContactStore:
             )
         ).one()
         return BookEntry.from_row(row) if row else None
+
+    async def entries_of(
+        self, logins: Sequence[str], network: str, identity_hash: bytes
+    ) -> dict[str, BookEntry]:
+        """The book rows of one identity in many users' books: one ``IN`` read per 100
+        users, bounded in flight."""
+        found: dict[str, BookEntry] = {}
+
+        def lookup(chunk: Sequence[str]) -> Callable[[], Awaitable[None]]:
+            async def read() -> None:
+                result = await self.db.execute(
+                    f"SELECT login, {_BOOK_COLUMNS} FROM contact_books"
+                    " WHERE login IN ? AND network = ? AND identity_hash = ?",
+                    (list(chunk), network, identity_hash),
+                    fetch_size=IN_CHUNK,
+                )
+                for row in result.rows:
+                    found[row["login"]] = BookEntry.from_row(row)
+
+            return read
+
+        await self._each([lookup(chunk) for chunk in chunked(logins)])
+        return found
 
     async def write_entries(self, login: str, entries: Sequence[BookEntry]) -> None:
         """Rows of one user's book, in single-partition unlogged batches.

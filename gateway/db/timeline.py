@@ -8,6 +8,7 @@ probing empty ones.
 
 Bucket numbers are integers that sort like time:
 
+- ``year``: ``yyyy`` (2026),
 - ``month``: ``yyyyMM`` (202611),
 - ``day``: ``yyyyMMdd`` (20261122),
 - ``<N>s``: the Unix time in seconds, rounded down to a multiple of N (for tests
@@ -32,9 +33,9 @@ _SECONDS = re.compile(r"([1-9][0-9]*)s")
 
 
 def validate_granularity(granularity: str) -> str:
-    if granularity in {"month", "day"} or _SECONDS.fullmatch(granularity):
+    if granularity in {"year", "month", "day"} or _SECONDS.fullmatch(granularity):
         return granularity
-    raise ValueError(f"bucket granularity must be 'month', 'day' or '<N>s', got {granularity!r}")
+    raise ValueError(f"bucket granularity must be 'year', 'month', 'day' or '<N>s', got {granularity!r}")
 
 
 def bucket_of(moment: datetime, granularity: str) -> int:
@@ -42,6 +43,8 @@ def bucket_of(moment: datetime, granularity: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     moment = moment.astimezone(UTC)
+    if granularity == "year":
+        return moment.year
     if granularity == "month":
         return moment.year * 100 + moment.month
     if granularity == "day":
