@@ -39,3 +39,22 @@ class NotFound(GatewayError):
 
 class Conflict(GatewayError):
     pass
+
+
+class RateLimited(GatewayError):
+    """Too many attempts; ``retry_after`` is how many seconds the client should wait."""
+
+    def __init__(self, message: str, *, retry_after: float, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.retry_after = retry_after
+
+
+class Unavailable(GatewayError):
+    """A service the operation depends on cannot answer right now.
+
+    ``retry_safe`` tells the client whether sending the same request again is harmless.
+    """
+
+    def __init__(self, message: str, *, retry_safe: bool) -> None:
+        super().__init__(message)
+        self.retry_safe = retry_safe

@@ -123,6 +123,17 @@ class Settings:
     contacts_identity_pepper: str = "insecure-development-pepper"
     contacts_default_country_code: str = ""
     contacts_max_in_flight: int = 64
+    # How long an address-book upload's lease lasts unless its heartbeat renews it.
+    contacts_upload_lease_seconds: int = 120
+    # Identity verification: where codes are POSTed (unset: the server log), how long a
+    # code lives, wrong codes before it is burnt, the webhook's per-attempt timeout and
+    # attempts, and code requests per user per hour.
+    verification_webhook_url: str = ""
+    verification_code_ttl_seconds: int = 600
+    verification_max_wrong_codes: int = 5
+    verification_webhook_timeout: float = 5.0
+    verification_webhook_attempts: int = 3
+    verification_requests_per_hour: int = 10
     # Mail folder partitions: "month", "day" or "<N>s" (never change it once mail is stored).
     mail_bucket: str = "month"
     # Seed demo data on `gateway serve --seed`.
@@ -184,6 +195,25 @@ class Settings:
                 "CONTACTS_DEFAULT_COUNTRY_CODE", cls.contacts_default_country_code
             ),
             contacts_max_in_flight=_env_int("CONTACTS_MAX_IN_FLIGHT", cls.contacts_max_in_flight),
+            contacts_upload_lease_seconds=_env_int(
+                "CONTACTS_UPLOAD_LEASE_SECONDS", cls.contacts_upload_lease_seconds
+            ),
+            verification_webhook_url=_env("GATEWAY_VERIFICATION_WEBHOOK_URL", ""),
+            verification_code_ttl_seconds=_env_int(
+                "VERIFICATION_CODE_TTL_SECONDS", cls.verification_code_ttl_seconds
+            ),
+            verification_max_wrong_codes=_env_int(
+                "VERIFICATION_MAX_WRONG_CODES", cls.verification_max_wrong_codes
+            ),
+            verification_webhook_timeout=_env_float(
+                "VERIFICATION_WEBHOOK_TIMEOUT", cls.verification_webhook_timeout
+            ),
+            verification_webhook_attempts=_env_int(
+                "VERIFICATION_WEBHOOK_ATTEMPTS", cls.verification_webhook_attempts
+            ),
+            verification_requests_per_hour=_env_int(
+                "VERIFICATION_REQUESTS_PER_HOUR", cls.verification_requests_per_hour
+            ),
             mail_bucket=_env("MAIL_BUCKET", cls.mail_bucket),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
         )
@@ -213,6 +243,12 @@ class Settings:
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
+            "CONTACTS_UPLOAD_LEASE_SECONDS": self.contacts_upload_lease_seconds,
+            "VERIFICATION_CODE_TTL_SECONDS": self.verification_code_ttl_seconds,
+            "VERIFICATION_MAX_WRONG_CODES": self.verification_max_wrong_codes,
+            "VERIFICATION_WEBHOOK_TIMEOUT": self.verification_webhook_timeout,
+            "VERIFICATION_WEBHOOK_ATTEMPTS": self.verification_webhook_attempts,
+            "VERIFICATION_REQUESTS_PER_HOUR": self.verification_requests_per_hour,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
         buckets = {

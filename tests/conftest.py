@@ -21,12 +21,22 @@ from gateway.app import READY, SERVICES, create_app
 from gateway.db.migrations import drop_keyspace
 from gateway.settings import Settings
 from tests.client import Api
+from tests.webhook import CodeReceiver
 
 ServerFactory = Callable[..., Awaitable[tuple[Api, web.Application]]]
 
 
 @pytest.fixture(scope="session")
-def base_settings() -> Settings:
+async def codes() -> AsyncIterator[CodeReceiver]:
+    """The verification webhook every test gateway delivers its codes to."""
+    receiver = CodeReceiver()
+    await receiver.start()
+    yield receiver
+    await receiver.close()
+
+
+@pytest.fixture(scope="session")
+def base_settings(codes: CodeReceiver) -> Settings:
     settings = Settings.from_env()
     keyspace = os.environ.get("TEST_KEYSPACE") or f"test_{uuid.uuid4().hex[:12]}"
     settings = replace(
@@ -37,6 +47,9 @@ def base_settings() -> Settings:
         argon2_time_cost=1,
         argon2_memory_cost_kib=8192,
         argon2_parallelism=1,
+        verification_webhook_url=codes.url,
+        # Tests link many identities per user; the request limit has a test of its own.
+        verification_requests_per_hour=10_000,
     )
     if settings.embedded:
         from devnode.cassandra import CassandraNode

@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from gateway.contacts import identities
 from gateway.contacts.identities import Identity
 from gateway.contacts.store import BookEntry, ContactStore, LinkedIdentity
+from gateway.contacts.verifier import Verifier
 from gateway.db import clock
 from gateway.db.session import Database
 from gateway.errors import BadUserInput, Conflict
@@ -35,6 +38,8 @@ from gateway.graph import validation
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 MAX_CONTACTS_PER_UPLOAD = 5000
 NAME_MAX = 100
@@ -80,6 +85,7 @@ class ContactDirectory:
         if not settings.embedded and settings.contacts_identity_pepper == Settings.contacts_identity_pepper:
             log.warning("CONTACTS_IDENTITY_PEPPER is the development default; set a secret of your own")
         self.country_code = identities.country_code(settings.contacts_default_country_code)
+        self.verifier = Verifier(db, settings, self.pepper)
 
     def identity(self, network: str, network_id: str, field: str = "networkId") -> tuple[Identity, bytes]:
         """Validated, normalised, and hashed."""
@@ -88,20 +94,44 @@ class ContactDirectory:
         identity = Identity(name, normalised)
         return identity, identities.identity_hash(self.pepper, identity)
 
-    # -- linkIdentity -------------------------------------------------------
+    # -- requestIdentityVerification / linkIdentity / unlinkIdentity -----------
+
+    async def request_verification(self, login: str, network: str, network_id: str) -> None:
+        """Send ``login`` a one-time code for the identity (see ``verifier.py``)."""
+        identity, identity_hash = self.identity(network, network_id)
+        await self.verifier.request(login, identity, identity_hash)
 
     async def link_identity(
+        self, login: str, network: str, network_id: str, code: str, publish: Publish | None = None
+    ) -> LinkedIdentity:
+        """Link the identity once ``code`` proves ``login`` received the code sent to it."""
+        identity, identity_hash = self.identity(network, network_id)
+        await self._check_room_for(login, identity_hash)
+        await self.verifier.check(login, identity_hash, code)
+        return await self._link(login, identity, identity_hash, publish)
+
+    async def link_verified(
         self, login: str, network: str, network_id: str, publish: Publish | None = None
+    ) -> LinkedIdentity:
+        """Link without a code: for the demo seed and benchmarks, which own their identities.
+        No GraphQL operation reaches this."""
+        identity, identity_hash = self.identity(network, network_id)
+        await self._check_room_for(login, identity_hash)
+        return await self._link(login, identity, identity_hash, publish)
+
+    async def _check_room_for(self, login: str, identity_hash: bytes) -> None:
+        mine = await self.store.identities_of(login)
+        if len(mine) >= MAX_IDENTITIES_PER_USER and all(i.identity_hash != identity_hash for i in mine):
+            raise BadUserInput("networkId", f"You can link at most {MAX_IDENTITIES_PER_USER} identities.")
+
+    async def _link(
+        self, login: str, identity: Identity, identity_hash: bytes, publish: Publish | None
     ) -> LinkedIdentity:
         """Claim the identity for ``login`` and let everyone who has it in a book discover them.
 
         Linking an identity you hold already is harmless and completes whatever an
         earlier link was cut short before (the identity list, the discoveries).
         """
-        identity, identity_hash = self.identity(network, network_id)
-        mine = await self.store.identities_of(login)
-        if len(mine) >= MAX_IDENTITIES_PER_USER and all(i.identity_hash != identity_hash for i in mine):
-            raise BadUserInput("networkId", f"You can link at most {MAX_IDENTITIES_PER_USER} identities.")
         claim = await self.store.claim(identity_hash, identity.network, login, clock.now())
         if claim.login != login:
             raise Conflict(f"This {identity.network} identity is linked to another user.", field="networkId")
@@ -110,10 +140,39 @@ class ContactDirectory:
         await self._tell_uploaders(linked, login, publish)
         return linked
 
+    async def unlink_identity(self, login: str, network: str, network_id: str) -> bool:
+        """Release an identity ``login`` holds; False when they do not hold it.
+
+        Order: the owner row goes first (from then on anyone may verify and link
+        the identity), then the user's own row, then every uploader's book row
+        that names ``login`` as the owner loses its owner and ``discoveredAt``:
+        their ``Contact.user`` becomes null, without a ``contactDiscovered``
+        event. Those clears are written ``USING TIMESTAMP`` of the moment before
+        the owner row went, so a discovery recorded by whoever links the
+        identity next (necessarily later) always wins over them.
+        """
+        identity, identity_hash = self.identity(network, network_id)
+        released_at = clock.now_micros()
+        if not await self.store.release(identity_hash, login):
+            return False
+        await self.store.remove_user_identity(login, identity.network, identity.network_id)
+        uploaders = [u for u in await self.store.uploaders_of(identity_hash) if u != login]
+
+        def forget(uploader: str) -> Callable[[], Awaitable[None]]:
+            async def run() -> None:
+                entry = await self.store.entry(uploader, identity.network, identity_hash)
+                if entry is not None and entry.owner == login:
+                    await self.store.forget_discovery(uploader, identity.network, identity_hash, released_at)
+
+            return run
+
+        await self.store.limit.run_all([forget(u) for u in uploaders])
+        return True
+
     async def _tell_uploaders(self, linked: LinkedIdentity, owner: str, publish: Publish | None) -> None:
         """Record the owner on every book row of this identity that lacks it, then notify.
 
-        Each row is read first: a row that already names its owner (an earlier,
+        Each row is read first: a row that already names this owner (an earlier,
         interrupted link; an upload that found it) is not announced twice, and a
         row that is gone is not recreated as a leftover.
         """
@@ -122,7 +181,7 @@ class ContactDirectory:
         def record(uploader: str) -> Callable[[], Awaitable[str | None]]:
             async def run() -> str | None:
                 entry = await self.store.entry(uploader, linked.network, linked.identity_hash)
-                if entry is None or entry.leftover or entry.owner is not None:
+                if entry is None or entry.leftover or entry.owner == owner:
                     return None
                 await self.store.record_discovery(
                     uploader, linked.network, linked.identity_hash, owner, linked.linked_at
@@ -177,9 +236,37 @@ class ContactDirectory:
                 field="network",
             )
         try:
-            return await self._sync(login, network, parsed)
+            return await self._holding_lease(login, network, lease, self._sync(login, network, parsed))
         finally:
             await asyncio.shield(self.store.release_upload_lease(login, network, lease))
+
+    async def _holding_lease(
+        self, login: str, network: str, lease: uuid.UUID, work: Coroutine[Any, Any, T]
+    ) -> T:
+        """Run ``work`` while renewing the lease every third of its life.
+
+        A long upload (5000 contacts queued behind others for the in-flight
+        limit) can outlive one lease; the renewal (``IF upload_id = ours``)
+        keeps another upload of the same book out for as long as this one
+        runs. If the lease was lost anyway (this process stalled for a whole
+        lease), the upload stops rather than interleave with the new holder.
+        """
+        task = asyncio.ensure_future(work)
+        interval = self.store.lease_seconds / 3
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=interval)
+                if done:
+                    return task.result()
+                if not await self.store.renew_upload_lease(login, network, lease):
+                    raise Conflict(
+                        f"This upload lost its lease on your {network} contacts; upload again.",
+                        field="network",
+                    )
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
 
     async def _sync(self, login: str, network: str, parsed: dict[bytes, BookEntry]) -> SyncResult:
         stored = {e.identity_hash: e for e in await self.store.book(login, network)}
@@ -195,7 +282,7 @@ class ContactDirectory:
             if before is not None and before.leftover:
                 before = None
             owner = owners.get(identity_hash)
-            if owner is not None and (before is None or before.owner is None):
+            if owner is not None and (before is None or before.owner != owner):
                 entry = BookEntry(entry.network, identity_hash, entry.network_id, entry.name, owner, now)
                 writes.append(entry)
                 if owner != login:

@@ -15,16 +15,27 @@ and the GraphQL layer its own :class:`QueryTooComplex`. After each operation,
 from __future__ import annotations
 
 import logging
+import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from typing import Any
 
 import strawberry
 from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
+from strawberry.types.graphql import OperationType
 
 from gateway.db.session import CassandraUnavailable
-from gateway.errors import BadUserInput, Conflict, Forbidden, GatewayError, NotFound, Unauthenticated
+from gateway.errors import (
+    BadUserInput,
+    Conflict,
+    Forbidden,
+    GatewayError,
+    NotFound,
+    RateLimited,
+    Unauthenticated,
+    Unavailable,
+)
 
 log = logging.getLogger("gateway.errors")
 
@@ -41,6 +52,8 @@ CODES: dict[type[GatewayError], str] = {
     NotFound: "NOT_FOUND",
     Conflict: "CONFLICT",
     QueryTooComplex: "QUERY_TOO_COMPLEX",
+    RateLimited: "RATE_LIMITED",
+    Unavailable: "UNAVAILABLE",
     GatewayError: "INTERNAL_SERVER_ERROR",
 }
 
@@ -48,14 +61,39 @@ CODES: dict[type[GatewayError], str] = {
 def extensions_of(error: GatewayError) -> dict[str, Any]:
     """``extensions`` for a client: the code of ``error``'s class, and its field if any."""
     code = next(CODES[cls] for cls in type(error).__mro__ if cls in CODES)
-    return {"code": code} if error.field is None else {"code": code, "field": error.field}
+    extensions: dict[str, Any] = {"code": code}
+    if error.field is not None:
+        extensions["field"] = error.field
+    if isinstance(error, RateLimited):
+        extensions["retryAfter"] = max(1, math.ceil(error.retry_after))
+    if isinstance(error, Unavailable):
+        extensions["retrySafe"] = error.retry_safe
+    return extensions
 
 
 UNAVAILABLE_MESSAGE = "Cassandra is unavailable right now; retrying later is safe."
+UNAVAILABLE_UNSAFE_MESSAGE = (
+    "Cassandra is unavailable right now; the change may or may not have been applied "
+    "(send an idempotency key to make retries safe)."
+)
 
 
-def classify(error: GraphQLError, request_id: str) -> GraphQLError:
-    """The client-facing version of ``error``."""
+def retry_safe(error: GraphQLError, keyed_fields: Container[str] | None) -> bool:
+    """Whether repeating the request that failed with ``error`` is harmless.
+
+    ``keyed_fields`` is None for a query (reads are always safe to repeat); for a
+    mutation, the fields that carried their idempotency key: a write that timed
+    out may have been applied, and only a keyed one is deduplicated on retry.
+    """
+    if keyed_fields is None:
+        return True
+    return bool(error.path) and str(error.path[0]) in keyed_fields
+
+
+def classify(
+    error: GraphQLError, request_id: str, keyed_fields: Container[str] | None = None
+) -> GraphQLError:
+    """The client-facing version of ``error``; ``keyed_fields`` as in :func:`retry_safe`."""
     original = error.original_error
     extensions: dict[str, Any]
     message = error.message
@@ -64,8 +102,9 @@ def classify(error: GraphQLError, request_id: str) -> GraphQLError:
         message = original.message
     elif isinstance(original, CassandraUnavailable):
         log.warning("request %s: Cassandra unavailable: %s", request_id, original)
-        extensions = {"code": "UNAVAILABLE"}
-        message = UNAVAILABLE_MESSAGE
+        safe = retry_safe(error, keyed_fields)
+        extensions = {"code": "UNAVAILABLE", "retrySafe": safe}
+        message = UNAVAILABLE_MESSAGE if safe else UNAVAILABLE_UNSAFE_MESSAGE
     elif message.startswith("Variable '$") or isinstance(original, GraphQLError):
         # Variable values that do not coerce to their declared types.
         extensions = {"code": "BAD_USER_INPUT"}
@@ -100,8 +139,12 @@ class ErrorCodes(SchemaExtension):
         errors = getattr(result, "errors", None)
         if not errors:
             return
-        request_id = _request_id(self.execution_context.context)
-        result.errors = [classify(e, request_id) for e in errors]  # type: ignore[union-attr]
+        context = self.execution_context.context
+        request_id = _request_id(context)
+        keyed: Container[str] | None = None
+        if self.execution_context.operation_type == OperationType.MUTATION:
+            keyed = getattr(context, "keyed_fields", set())
+        result.errors = [classify(e, request_id, keyed) for e in errors]  # type: ignore[union-attr]
 
 
 def _request_id(context: Any) -> str:
