@@ -243,7 +243,6 @@ class Settings:
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
-            "CONTACTS_UPLOAD_LEASE_SECONDS": self.contacts_upload_lease_seconds,
             "VERIFICATION_CODE_TTL_SECONDS": self.verification_code_ttl_seconds,
             "VERIFICATION_MAX_WRONG_CODES": self.verification_max_wrong_codes,
             "VERIFICATION_WEBHOOK_TIMEOUT": self.verification_webhook_timeout,
@@ -251,6 +250,9 @@ class Settings:
             "VERIFICATION_REQUESTS_PER_HOUR": self.verification_requests_per_hour,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
+        if self.contacts_upload_lease_seconds < 2:
+            name = "CONTACTS_UPLOAD_LEASE_SECONDS"
+            problems.append((name, f"{name} must be at least 2, got {self.contacts_upload_lease_seconds}"))
         buckets = {
             "MESSENGER_BUCKET": self.messenger_bucket,
             "ROOM_BUCKET": self.room_bucket,

@@ -7,8 +7,10 @@ import contextlib
 
 
 class TcpProxy:
-    def __init__(self, target_host: str, target_port: int) -> None:
+    def __init__(self, target_host: str, target_port: int, latency: float = 0.0) -> None:
         self.target = (target_host, target_port)
+        #: Seconds each chunk waits before it is passed on, both ways (a slow network).
+        self.latency = latency
         self.port = 0
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.Task[None]] = set()
@@ -47,6 +49,8 @@ class TcpProxy:
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while data := await reader.read(65536):
+                if self.latency:
+                    await asyncio.sleep(self.latency)
                 writer.write(data)
                 await writer.drain()
         except (OSError, asyncio.CancelledError):

@@ -329,7 +329,7 @@ async def test_a_leftover_discovery_row_is_hidden_and_the_next_upload_removes_it
     assert len(rows) == 1
 
 
-async def test_one_upload_per_book_at_a_time(api: Api, app: web.Application, codes: CodeReceiver) -> None:
+async def test_one_upload_per_book_at_a_time(api: Api, app: web.Application) -> None:
     uploader = await api.sign_up("lease")
     db = app[SERVICES].db
     # A lease left by an upload whose process died: it expires by TTL.

@@ -243,7 +243,7 @@ class ContactDirectory:
     async def _holding_lease(
         self, login: str, network: str, lease: uuid.UUID, work: Coroutine[Any, Any, T]
     ) -> T:
-        """Run ``work`` while renewing the lease every third of its life.
+        """Run ``work`` while renewing the lease three times per lease term.
 
         A long upload (5000 contacts queued behind others for the in-flight
         limit) can outlive one lease; the renewal (``IF upload_id = ours``)
@@ -252,7 +252,9 @@ class ContactDirectory:
         lease), the upload stops rather than interleave with the new holder.
         """
         task = asyncio.ensure_future(work)
-        interval = self.store.lease_seconds / 3
+        # Cassandra counts TTLs in whole seconds from the current one: a lease of
+        # N seconds may end after just over N - 1.
+        interval = (self.store.lease_seconds - 1) / 3
         try:
             while True:
                 done, _ = await asyncio.wait({task}, timeout=interval)
