@@ -239,3 +239,23 @@ async def test_unlink_releases_the_identity_and_uploaders_lose_the_user(
     assert (await api.ok(IDENTITIES, token=successor.token))["me"]["identities"][0]["networkId"] == e164(
         phone
     )
+
+
+async def test_an_unlink_cut_short_after_the_release_is_finished_by_the_next(
+    api: Api, app: web.Application, codes: CodeReceiver
+) -> None:
+    owner = await api.sign_up("halfgone")
+    phone = fresh_phone()
+    await linked(api, codes, owner.token, "tel", phone)
+    digest = identity_hash(
+        app[SERVICES].settings.contacts_identity_pepper.encode(), Identity("tel", e164(phone))
+    )
+    # What an unlink leaves when it dies right after releasing the owner row.
+    await app[SERVICES].db.execute(
+        "DELETE FROM identity_owners WHERE identity_hash = ? IF login = ?", (digest, owner.login)
+    )
+    assert len((await api.ok(IDENTITIES, token=owner.token))["me"]["identities"]) == 1
+    variables = {"network": "tel", "networkId": phone}
+    assert (await api.ok(UNLINK, variables, token=owner.token))["unlinkIdentity"] is True
+    assert (await api.ok(IDENTITIES, token=owner.token))["me"]["identities"] == []
+    assert (await api.ok(UNLINK, variables, token=owner.token))["unlinkIdentity"] is False

@@ -153,8 +153,11 @@ class ContactDirectory:
         """
         identity, identity_hash = self.identity(network, network_id)
         released_at = clock.now_micros()
-        if not await self.store.release(identity_hash, login):
+        released = await self.store.release(identity_hash, login)
+        listed = any(i.identity_hash == identity_hash for i in await self.store.identities_of(login))
+        if not released and not listed:
             return False
+        # Listed without the owner row: an unlink cut short after the release; finish it.
         await self.store.remove_user_identity(login, identity.network, identity.network_id)
         uploaders = [u for u in await self.store.uploaders_of(identity_hash) if u != login]
 

@@ -82,12 +82,14 @@ class VerificationStore:
 
     async def issue(self, login: str, identity_hash: bytes, hashed: bytes, ttl: int) -> Pending:
         """Store a new code, replacing a pending one: the wrong guesses made so far carry
-        over, so asking for a new code never buys more guesses. Raises nothing itself;
-        the caller refuses burnt rows before."""
+        over, so asking for a new code never buys more guesses. A code burnt meanwhile
+        is not replaced: the burnt row is returned (``code_hash`` None) instead."""
         expires_at = clock.now() + timedelta(seconds=ttl)
 
         async def attempt() -> Pending | None:
             seen = await self.pending(login, identity_hash)
+            if seen is not None and seen.code_hash is None:
+                return seen
             wrong = seen.wrong_codes if seen is not None else 0
             if seen is None:
                 result = await self.db.execute(

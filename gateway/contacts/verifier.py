@@ -57,6 +57,8 @@ class Verifier:
         stored = await self.store.issue(
             login, identity_hash, code_hash(self.key, login, identity_hash, code), self.ttl
         )
+        if stored.code_hash is None:
+            raise self._burnt(stored.seconds_left())
         await self.sender.send(identity.network, identity.network_id, code, stored.expires_at)
 
     async def check(self, login: str, identity_hash: bytes, code: str) -> None:
