@@ -1,5 +1,5 @@
 """Command line: ``gateway serve | cassandra|redis start|stop|status | migrate | schema | seed``,
-and the counter repairs ``mail-recount`` and ``blog-recount``.
+the counter repairs ``mail-recount`` and ``blog-recount``, and ``backfill [<domain> ...]``.
 
 The ``cassandra`` and ``redis`` commands, and ``serve`` without contact points, use the
 development tooling in ``devnode``; it is imported only then, so the running gateway never
@@ -164,6 +164,26 @@ def cmd_blog_recount(settings: Settings, slugs: list[str]) -> int:
         db.shutdown()
 
 
+#: ``gateway backfill <domain>``: the module of each domain whose ``backfill(db, settings)``
+#: fills its new tables from the old ones (idempotent) and returns a one-line summary.
+BACKFILLS: dict[str, str] = {
+    "messenger": "gateway.messenger.backfill",
+}
+
+
+def cmd_backfill(settings: Settings, domains: list[str]) -> int:
+    import importlib
+
+    db, _ = _connected(settings)
+    try:
+        for domain in domains or sorted(BACKFILLS):
+            module = importlib.import_module(BACKFILLS[domain])
+            print(f"{domain}: {asyncio.run(module.backfill(db, settings))}")
+    finally:
+        db.shutdown()
+    return 0
+
+
 def cmd_schema(settings: Settings) -> int:
     from gateway.schema import build_schema
 
@@ -189,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         "blog-recount", help="rebuild comment and post counters from the stored comments and posts"
     )
     blog_recount.add_argument("slugs", nargs="*", help="posts to recount (default: every post)")
+    backfill = sub.add_parser("backfill", help="fill new tables from the old ones (idempotent)")
+    backfill.add_argument("domains", nargs="*", choices=sorted(BACKFILLS), help="default: every domain")
     args = parser.parse_args(argv)
 
     try:
@@ -229,6 +251,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return cmd_seed(settings)
     if args.command == "blog-recount":
         return cmd_blog_recount(settings, args.slugs)
+    if args.command == "backfill":
+        return cmd_backfill(settings, args.domains)
     if args.command == "mail-recount":
         return cmd_mail_recount(settings, args.login)
     return cmd_schema(settings)

@@ -114,6 +114,8 @@ class Settings:
     query_metrics: bool = False
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
     messenger_bucket: str = "month"
+    # Seconds of one slot of the talk-partner recency index (see gateway/messenger/activity.py).
+    messenger_activity_slot: int = 60
     room_bucket: str = "day"
     blog_post_bucket: str = "month"
     blog_comment_bucket: str = "day"
@@ -187,6 +189,7 @@ class Settings:
             max_batch=_env_int("GATEWAY_MAX_BATCH", cls.max_batch),
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
+            messenger_activity_slot=_env_int("MESSENGER_ACTIVITY_SLOT", cls.messenger_activity_slot),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
             blog_post_bucket=_env("BLOG_POST_BUCKET", cls.blog_post_bucket),
             blog_comment_bucket=_env("BLOG_COMMENT_BUCKET", cls.blog_comment_bucket),
@@ -248,6 +251,7 @@ class Settings:
             "VERIFICATION_WEBHOOK_TIMEOUT": self.verification_webhook_timeout,
             "VERIFICATION_WEBHOOK_ATTEMPTS": self.verification_webhook_attempts,
             "VERIFICATION_REQUESTS_PER_HOUR": self.verification_requests_per_hour,
+            "MESSENGER_ACTIVITY_SLOT": self.messenger_activity_slot,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
         if self.contacts_upload_lease_seconds < 2:

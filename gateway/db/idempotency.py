@@ -1,4 +1,4 @@
-"""Idempotency keys of creating mutations (``mutation_keys``, see ``cql/008_mutation_keys.cql``).
+"""Idempotency keys of creating mutations (``mutation_keys``, see ``cql/009_mutation_keys.cql``).
 
 A creating mutation sent with a client key runs as:
 
