@@ -153,6 +153,16 @@ class Settings:
     contacts_fanout_poll_seconds: float = 5.0
     contacts_fanout_batch: int = 200
     contacts_fanout_lease_seconds: float = 30.0
+    # How long an address-book upload's lease lasts unless its heartbeat renews it.
+    contacts_upload_lease_seconds: int = 120
+    # Identity verification: where codes are POSTed (unset: the server log), how long a
+    # code lives, wrong codes before it is burnt, the webhook's per-attempt timeout and
+    # attempts (code requests per user: GATEWAY_RATE_VERIFICATION_REQUESTS).
+    verification_webhook_url: str = ""
+    verification_code_ttl_seconds: int = 600
+    verification_max_wrong_codes: int = 5
+    verification_webhook_timeout: float = 5.0
+    verification_webhook_attempts: int = 3
     # Mail folder partitions: "month", "day" or "<N>s" (never change it once mail is stored).
     mail_bucket: str = "month"
     # Attachment download links (gateway/mail/links.py): the origin they start with ("" = the
@@ -270,6 +280,22 @@ class Settings:
             contacts_fanout_lease_seconds=_env_float(
                 "CONTACTS_FANOUT_LEASE_SECONDS", cls.contacts_fanout_lease_seconds
             ),
+            contacts_upload_lease_seconds=_env_int(
+                "CONTACTS_UPLOAD_LEASE_SECONDS", cls.contacts_upload_lease_seconds
+            ),
+            verification_webhook_url=_env("GATEWAY_VERIFICATION_WEBHOOK_URL", ""),
+            verification_code_ttl_seconds=_env_int(
+                "VERIFICATION_CODE_TTL_SECONDS", cls.verification_code_ttl_seconds
+            ),
+            verification_max_wrong_codes=_env_int(
+                "VERIFICATION_MAX_WRONG_CODES", cls.verification_max_wrong_codes
+            ),
+            verification_webhook_timeout=_env_float(
+                "VERIFICATION_WEBHOOK_TIMEOUT", cls.verification_webhook_timeout
+            ),
+            verification_webhook_attempts=_env_int(
+                "VERIFICATION_WEBHOOK_ATTEMPTS", cls.verification_webhook_attempts
+            ),
             mail_bucket=_env("MAIL_BUCKET", cls.mail_bucket),
             room_max_participants=_env_int("ROOM_MAX_PARTICIPANTS", cls.room_max_participants),
             rooms_per_user_max=_env_int("ROOMS_PER_USER_MAX", cls.rooms_per_user_max),
@@ -332,6 +358,10 @@ class Settings:
             "CONTACTS_FANOUT_POLL_SECONDS": self.contacts_fanout_poll_seconds,
             "CONTACTS_FANOUT_BATCH": self.contacts_fanout_batch,
             "CONTACTS_FANOUT_LEASE_SECONDS": self.contacts_fanout_lease_seconds,
+            "VERIFICATION_CODE_TTL_SECONDS": self.verification_code_ttl_seconds,
+            "VERIFICATION_MAX_WRONG_CODES": self.verification_max_wrong_codes,
+            "VERIFICATION_WEBHOOK_TIMEOUT": self.verification_webhook_timeout,
+            "VERIFICATION_WEBHOOK_ATTEMPTS": self.verification_webhook_attempts,
             "MESSENGER_ACTIVITY_SLOT": self.messenger_activity_slot,
             "ROOM_MAX_PARTICIPANTS": self.room_max_participants,
             "ROOMS_PER_USER_MAX": self.rooms_per_user_max,
@@ -343,6 +373,9 @@ class Settings:
         if 0 < self.session_ttl_days * 86400 < 1:
             message = f"SESSION_TTL_DAYS must be at least one second, got {self.session_ttl_days}"
             problems.append(("SESSION_TTL_DAYS", message))
+        if self.contacts_upload_lease_seconds < 2:
+            name = "CONTACTS_UPLOAD_LEASE_SECONDS"
+            problems.append((name, f"{name} must be at least 2, got {self.contacts_upload_lease_seconds}"))
         buckets = {
             "MESSENGER_BUCKET": self.messenger_bucket,
             "ROOM_BUCKET": self.room_bucket,

@@ -14,6 +14,7 @@ from gateway.blog.cursors import author_position, timeline_position
 from gateway.blog.loaders import comment_count_loader, post_count_loader, post_loader
 from gateway.blog.store import ALL_POSTS, PostDraft, PostRecord, PostStore, PostSummary
 from gateway.errors import Conflict, NotFound
+from gateway.graph import validation
 from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
 from gateway.graph.pagination import Connection, page_size, position_cursor
@@ -165,6 +166,11 @@ class PostInput:
     tags: list[str] = strawberry.field(
         default_factory=list, description="At most 10, each 1-30 of [a-z0-9-]."
     )
+    client_mutation_id: str | None = strawberry.field(
+        default=None,
+        description="An idempotency key you generate (a UUID): a retry with the same key publishes "
+        "nothing twice and returns the first post.",
+    )
 
 
 @strawberry.input(description="A comment. Commenters do not sign in; the email is never shown.")
@@ -172,6 +178,11 @@ class CommentInput:
     name: str = strawberry.field(description="1-100 characters.")
     email: str
     text: str = strawberry.field(description="1-4000 characters after trimming.")
+    client_mutation_id: str | None = strawberry.field(
+        default=None,
+        description="An idempotency key you generate (a UUID): a retry with the same key on the same "
+        "post stores no second comment and returns the first.",
+    )
 
 
 @strawberry.type
@@ -210,6 +221,9 @@ class BlogMutation:
     )
     async def publish_post(self, info: Info, input: PostInput) -> Post:
         context = context_of(info)
+        client_key = validation.idempotency_key(input.client_mutation_id)
+        if client_key is not None:
+            context.sent_with_key(info)
         author = await context.require_viewer()
         draft = PostDraft(
             slug=rules.slug(input.slug),
@@ -218,7 +232,10 @@ class BlogMutation:
             body=rules.body(input.body),
             tags=tuple(rules.tags(input.tags)),
         )
-        published = await context.store(PostStore).publish(draft)
+        posts = context.store(PostStore)
+        published = await (
+            posts.publish(draft) if client_key is None else posts.publish_keyed(draft, client_key)
+        )
         if published is None:
             raise Conflict(f"The slug '{draft.slug}' is taken.", field="slug")
         return Post.of(published.post)
@@ -226,6 +243,9 @@ class BlogMutation:
     @strawberry.mutation(description="Comment on a post; no sign-in needed. NOT_FOUND for a missing post.")
     async def add_comment(self, info: Info, slug: str, input: CommentInput) -> Comment:
         context = context_of(info)
+        client_key = validation.idempotency_key(input.client_mutation_id)
+        if client_key is not None:
+            context.sent_with_key(info)
         key = rules.slug(slug)
         name = rules.commenter_name(input.name)
         email = rules.commenter_email(input.email)
@@ -233,7 +253,9 @@ class BlogMutation:
         await context.rate_limit(Limit.COMMENT)
         if await context.loader(post_loader).load(key) is None:
             raise NotFound(f"No post '{key}'.")
-        record = await context.store(CommentStore).add(key, name=name, email=email, text=text)
+        record = await context.store(CommentStore).add(
+            key, name=name, email=email, text=text, client_key=client_key
+        )
         return Comment.of(record)
 
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from uuid import UUID
 
 from gateway.db.clock import new_timeuuid, time_of
+from gateway.db.idempotency import KeyClaim, MutationKeys
 from gateway.db.session import Database, Params, Row
 from gateway.db.timeline import (
     BucketedTimeline,
@@ -122,10 +123,28 @@ class PostStore:
         self.db = db
         self.granularity = validate_granularity(settings.blog_post_bucket)
         self.author_granularity = validate_granularity(settings.blog_author_bucket)
+        self.keys = MutationKeys(db)
 
     # -- publishing ---------------------------------------------------------
 
-    async def publish(self, draft: PostDraft) -> Published | None:
+    async def publish_keyed(self, draft: PostDraft, client_key: str) -> Published | None:
+        """:meth:`publish` under an idempotency key (``gateway/db/idempotency.py``).
+
+        The key claims the slug for the author: a retry returns the post the
+        first request published, whatever slug it names, re-filed (idempotent);
+        and the author's counter moves for exactly one of them.
+        """
+        claim = await self.keys.claim(draft.author, "publishPost", client_key, draft.slug)
+        if not claim.first:
+            existing = (await self.get_many([claim.result])).get(claim.result)
+            if existing is not None and existing.author == draft.author:
+                await self._file(existing)
+                if await self.keys.take_count(claim):
+                    await self._count_post(existing.author)
+                return Published(existing, created=False)
+        return await self.publish(draft, claim)
+
+    async def publish(self, draft: PostDraft, key_claim: KeyClaim | None = None) -> Published | None:
         """Claim the slug, count the post, file it in its timelines; None when the slug is taken.
 
         The claim is ``INSERT ... IF NOT EXISTS``: of any number of concurrent
@@ -135,7 +154,9 @@ class PostStore:
         ``UNAVAILABLE`` that struck after the claim, and it files the post again
         (the filing writes are idempotent) instead of failing: that is how a
         post whose filing never landed heals. Only the winner of the claim moves
-        the author's post counter, so retries never count a post twice.
+        the author's post counter, so retries never count a post twice; under an
+        idempotency key (``key_claim``) the one request of the key that takes the
+        count moves it, so a winner that died before counting is made up for.
         """
         item_id = new_timeuuid()
         claim = await self.db.execute(
@@ -161,7 +182,7 @@ class PostStore:
                 body=draft.body,
             )
             outcomes = await asyncio.gather(
-                self._count_post(post.author), self._file(post), return_exceptions=True
+                self._count_post(post.author, key_claim), self._file(post), return_exceptions=True
             )
             for outcome in outcomes:
                 if isinstance(outcome, BaseException):
@@ -174,9 +195,14 @@ class PostStore:
         if not existing.same_content_as(draft):
             return None
         await self._file(existing)
+        if key_claim is not None and await self.keys.take_count(key_claim):
+            await self._count_post(existing.author)
         return Published(existing, created=False)
 
-    async def _count_post(self, author: str) -> None:
+    async def _count_post(self, author: str, claim: KeyClaim | None = None) -> None:
+        """One more post of ``author``; under a key, only if no other request of it counted."""
+        if claim is not None and not await self.keys.take_count(claim):
+            return
         await self.db.execute("UPDATE post_counts SET posts = posts + 1 WHERE author = ?", (author,))
 
     async def _file(self, post: PostRecord) -> None:

@@ -137,15 +137,48 @@ class ContactsMe:
 @strawberry.type
 class ContactsMutation:
     @strawberry.mutation(
-        description="Claim an identity as yours. CONFLICT if another user holds it; linking it again is "
-        "harmless. Everyone who has it in an uploaded address book discovers you."
+        description="Send a one-time code to an identity (by the operator's SMS or email sender) to "
+        "prove it is yours with linkIdentity. 6 digits, single use, valid 10 minutes; a new request "
+        "replaces the pending code. RATE_LIMITED when asked too often or after too many wrong codes."
     )
-    async def link_identity(self, info: Info, network: str, network_id: str) -> Identity:
+    async def request_identity_verification(self, info: Info, network: str, network_id: str) -> bool:
+        context = context_of(info)
+        login = await context.require_viewer()
+        await context.rate_limit(Limit.VERIFICATION_REQUEST, login)
+        await context.store(ContactDirectory).request_verification(login, network, network_id)
+        return True
+
+    @strawberry.mutation(
+        description="Claim an identity as yours with the code requestIdentityVerification sent to it. "
+        "A wrong or expired code is BAD_USER_INPUT on `code`; repeated wrong codes are RATE_LIMITED. "
+        "CONFLICT if another user holds it; linking it again is harmless. Everyone who has it in an "
+        "uploaded address book discovers you."
+    )
+    async def link_identity(self, info: Info, network: str, network_id: str, code: str) -> Identity:
         context = context_of(info)
         login = await context.require_viewer()
         directory = context.store(ContactDirectory)
-        linked = await directory.link_identity(login, network, network_id, publish=context.pubsub.publish)
+        # Each code burns after a few wrong guesses (verifier.py); this bucket bounds a
+        # user's wrong guesses across all identities.
+        await context.rate_limit(Limit.WRONG_CODE, login, cost=0)
+        try:
+            linked = await directory.link_identity(
+                login, network, network_id, code, publish=context.pubsub.publish
+            )
+        except BadUserInput as exc:
+            if exc.field == "code":
+                await context.rate_limit(Limit.WRONG_CODE, login)
+            raise
         return Identity.of(linked)
+
+    @strawberry.mutation(
+        description="Release an identity you linked; false if you do not hold it. Address books that "
+        "had found you through it show that contact without a user again (no event is sent)."
+    )
+    async def unlink_identity(self, info: Info, network: str, network_id: str) -> bool:
+        context = context_of(info)
+        login = await context.require_viewer()
+        return await context.store(ContactDirectory).unlink_identity(login, network, network_id)
 
     @strawberry.mutation(
         description="Replace your address book of one network (at most 5000 contacts; an empty list clears "

@@ -14,8 +14,6 @@ from gateway.settings import Settings
 
 #: Book rows per single-partition batch.
 BOOK_BATCH = 100
-#: How long an upload may hold its book's lease before another upload may start.
-UPLOAD_LEASE_SECONDS = 120
 
 
 @dataclass(frozen=True)
@@ -83,6 +81,8 @@ class ContactStore:
         self.db = db
         self.settings = settings
         self.limit = InFlightLimit(settings.contacts_max_in_flight)
+        #: How long an upload's lease lasts unless renewed (the upload renews it while it runs).
+        self.lease_seconds = settings.contacts_upload_lease_seconds
 
     async def _each(self, calls: Sequence[Callable[[], Awaitable[object]]]) -> None:
         await self.limit.run_all(calls)
@@ -108,6 +108,19 @@ class ContactStore:
             "INSERT INTO user_identities (login, network, network_id, identity_hash, linked_at)"
             " VALUES (?, ?, ?, ?, ?)",
             (login, identity.network, identity.network_id, identity.identity_hash, identity.linked_at),
+        )
+
+    async def release(self, identity_hash: bytes, login: str) -> bool:
+        """``DELETE ... IF login = ?``: frees the identity only if ``login`` holds it."""
+        result = await self.db.execute(
+            "DELETE FROM identity_owners WHERE identity_hash = ? IF login = ?", (identity_hash, login)
+        )
+        return result.applied
+
+    async def remove_user_identity(self, login: str, network: str, network_id: str) -> None:
+        await self.db.execute(
+            "DELETE FROM user_identities WHERE login = ? AND network = ? AND network_id = ?",
+            (login, network, network_id),
         )
 
     async def identities_of(self, login: str) -> list[LinkedIdentity]:
@@ -264,6 +277,16 @@ class ContactStore:
             (owner, discovered_at, login, network, identity_hash),
         )
 
+    async def forget_discovery(
+        self, login: str, network: str, identity_hash: bytes, timestamp: int
+    ) -> None:
+        """Clear a book row's owner, written at ``timestamp`` (µs): any later discovery wins."""
+        await self.db.execute(
+            "UPDATE contact_books USING TIMESTAMP ? SET owner = null, discovered_at = null"
+            " WHERE login = ? AND network = ? AND identity_hash = ?",
+            (timestamp, login, network, identity_hash),
+        )
+
     async def page(
         self,
         login: str,
@@ -307,9 +330,18 @@ class ContactStore:
         result = await self.db.execute(
             "INSERT INTO contact_upload_leases (login, network, upload_id, started_at) VALUES (?, ?, ?, ?)"
             " IF NOT EXISTS USING TTL ?",
-            (login, network, upload_id, clock.now(), UPLOAD_LEASE_SECONDS),
+            (login, network, upload_id, clock.now(), self.lease_seconds),
         )
         return upload_id if result.applied else None
+
+    async def renew_upload_lease(self, login: str, network: str, upload_id: uuid.UUID) -> bool:
+        """``IF upload_id = ours``: a full lease again from now; False when the lease is not ours."""
+        result = await self.db.execute(
+            "UPDATE contact_upload_leases USING TTL ? SET upload_id = ?, started_at = ?"
+            " WHERE login = ? AND network = ? IF upload_id = ?",
+            (self.lease_seconds, upload_id, clock.now(), login, network, upload_id),
+        )
+        return result.applied
 
     async def release_upload_lease(self, login: str, network: str, upload_id: uuid.UUID) -> None:
         """``IF upload_id = ours``: never releases a lease another upload took after ours expired."""

@@ -11,6 +11,8 @@ import strawberry
 from strawberry.file_uploads import Upload
 from strawberry.types import Info
 
+from gateway.db.idempotency import MutationKeys
+from gateway.graph import validation
 from gateway.graph.context import Context, context_of
 from gateway.graph.cost import max_items
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
@@ -36,7 +38,9 @@ EMAILS_PAGE = 50
 
 
 def service(context: Context) -> MailService:
-    return MailService(context.store(MailStore), context.loader(user_loader).load_many)
+    return MailService(
+        context.store(MailStore), context.loader(user_loader).load_many, MutationKeys(context.db)
+    )
 
 
 @strawberry.type(description="A file attached to an email.")
@@ -185,6 +189,11 @@ class EmailInput:
     attachments: list[Upload] | None = strawberry.field(
         default=None, description=f"At most {MAX_FILES} files of up to 25 MB each."
     )
+    client_mutation_id: str | None = strawberry.field(
+        default=None,
+        description="An idempotency key you generate (a UUID): a retry with the same key sends "
+        "nothing twice and returns the first email.",
+    )
 
 
 @strawberry.type
@@ -238,6 +247,9 @@ class MailMutation:
     )
     async def send_email(self, info: Info, input: EmailInput) -> Email:
         context = context_of(info)
+        client_key = validation.idempotency_key(input.client_mutation_id)
+        if client_key is not None:
+            context.sent_with_key(info)
         login = await context.require_viewer()
         recipients = rules.recipients(input.to)
         subject = rules.subject(input.subject)
@@ -246,7 +258,9 @@ class MailMutation:
         await context.rate_limit(Limit.SEND, login)
         if uploads:
             await context.rate_limit(Limit.UPLOAD, login)
-        email, placement = await service(context).send(login, recipients, subject, body, uploads)
+        email, placement = await service(context).send(
+            login, recipients, subject, body, uploads, client_key
+        )
         return Email.of(email, placement)
 
     @strawberry.mutation(

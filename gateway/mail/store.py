@@ -19,7 +19,7 @@ Who owns which cells:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -179,13 +179,16 @@ class MailStore:
             ),
         )
 
-    async def deliver(self, email: EmailRecord) -> None:
+    async def deliver(
+        self, email: EmailRecord, may_count: Callable[[], Awaitable[bool]] | None = None
+    ) -> None:
         """File the email in every recipient's inbox and in the sender's sent folder.
 
         Recipients are filed in logged batches of ``FILING_BATCH`` (each
         all-or-nothing), the sender's sent folder last, so a sender who sees the
         email in sent knows every recipient has it. The inbox counters move by
-        one counter batch at the end.
+        one counter batch at the end, if ``may_count`` (asked after the filing)
+        allows it: under an idempotency key only one request of the key does.
         """
         recipients = [r for r in email.recipients if r != email.sender]
         await asyncio.gather(
@@ -195,7 +198,8 @@ class MailStore:
             )
         )
         await self._file(email, [(email.sender, Placement.delivered(email, email.sender))])
-        await self._move_counters([(r, INBOX, 1) for r in recipients])
+        if may_count is None or await may_count():
+            await self._move_counters([(r, INBOX, 1) for r in recipients])
 
     async def _file(self, email: EmailRecord, placements: Sequence[tuple[str, Placement]]) -> None:
         statements: list[tuple[str, Params]] = []

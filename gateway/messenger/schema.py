@@ -245,9 +245,11 @@ class MessengerMutation:
         self, info: Info, to: str, content: str, client_message_id: str | None = None
     ) -> DirectMessage:
         context = context_of(info)
+        key = rules.client_message_id(client_message_id)
+        if key is not None:
+            context.sent_with_key(info)
         sender = await context.require_viewer()
         text = rules.content(content)
-        key = rules.client_message_id(client_message_id)
         await context.rate_limit(Limit.SEND, sender)
         recipient = await _other_user(info, sender, to, "to")
         sent = await context.store(MessengerStore).send(sender, recipient, text, key)

@@ -66,12 +66,22 @@ class RoomHistory:
         self._known_buckets: OrderedDict[tuple[UUID, int], None] = OrderedDict()
 
     async def append(
-        self, room_name: str, room_id: UUID, author_login: str | None, content: str, *, system: bool = False
+        self,
+        room_name: str,
+        room_id: UUID,
+        author_login: str | None,
+        content: str,
+        *,
+        system: bool = False,
+        message_id: UUID | None = None,
     ) -> RoomMessageRecord:
-        """Store a message. The bucket index row is written first: a crash between the
-        two writes leaves an empty bucket listed (skipped by readers), never a
-        message that paging cannot reach."""
-        message = RoomMessageRecord(room_name, room_id, new_timeuuid(), author_login, content, system)
+        """Store a message (under ``message_id`` when one was claimed for it). The
+        bucket index row is written first: a crash between the two writes leaves
+        an empty bucket listed (skipped by readers), never a message that paging
+        cannot reach."""
+        message = RoomMessageRecord(
+            room_name, room_id, message_id or new_timeuuid(), author_login, content, system
+        )
         bucket = bucket_of_timeuuid(message.id, self.granularity)
         key = (room_id, bucket)
         if key in self._known_buckets:
@@ -87,6 +97,16 @@ class RoomHistory:
             (room_id, bucket, message.id, author_login, content, system),
         )
         return message
+
+    async def message(self, room_name: str, room_id: UUID, message_id: UUID) -> RoomMessageRecord | None:
+        row = (
+            await self.db.execute(
+                "SELECT message_id, author_login, content, system_message FROM room_messages"
+                " WHERE room_id = ? AND bucket = ? AND message_id = ?",
+                (room_id, bucket_of_timeuuid(message_id, self.granularity), message_id),
+            )
+        ).one()
+        return self._record(room_name, room_id, row) if row else None
 
     async def page(
         self, room_name: str, room_id: UUID, *, first: int, after: Position | None

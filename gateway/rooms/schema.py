@@ -9,6 +9,7 @@ import strawberry
 from strawberry.types import Info
 
 from gateway.errors import BadUserInput, Forbidden, NotFound
+from gateway.graph import validation
 from gateway.graph.context import Context, context_of
 from gateway.graph.pagination import (
     Connection,
@@ -234,13 +235,22 @@ class RoomMutation:
         viewer = await context.require_viewer()
         return await service(context).delete(viewer, rules.room_name(name))
 
-    @strawberry.mutation(description="Post in a room you are in. FORBIDDEN unless you are a participant.")
-    async def post_room_message(self, info: Info, room: str, content: str) -> RoomMessage:
+    @strawberry.mutation(
+        description="Post in a room you are in. FORBIDDEN unless you are a participant. "
+        "`clientMutationId` is an idempotency key you generate (a UUID): a retry with the same key "
+        "stores no second message and returns the first."
+    )
+    async def post_room_message(
+        self, info: Info, room: str, content: str, client_mutation_id: str | None = None
+    ) -> RoomMessage:
         context = context_of(info)
+        client_key = validation.idempotency_key(client_mutation_id)
+        if client_key is not None:
+            context.sent_with_key(info)
         viewer = await context.require_viewer()
         name, text = rules.room_name(room, "room"), rules.content(content)
         await context.rate_limit(Limit.SEND, viewer)
-        message, record = await service(context).post(viewer, name, text)
+        message, record = await service(context).post(viewer, name, text, client_key)
         return RoomMessage.of(message, Room.of(record))
 
 
