@@ -21,7 +21,16 @@ from gateway.db import clock
 from gateway.db.concurrency import InFlightLimit
 from gateway.db.session import Database
 from tests.client import Api
-from tests.test_contacts_support import LINK, UPLOAD, discoveries, e164, fanouts_done, fresh_phone
+from tests.test_contacts_support import (
+    LINK,
+    UPLOAD,
+    discoveries,
+    e164,
+    fanouts_done,
+    fresh_phone,
+    request_code,
+)
+from tests.webhook import CodeReceiver
 
 
 def _digest(app: web.Application, phone: str) -> bytes:
@@ -66,7 +75,7 @@ async def _entries_once_discovered(
 
 
 async def test_a_link_reaches_10000_uploaders_without_waiting_for_them(
-    api: Api, app: web.Application
+    api: Api, app: web.Application, codes: CodeReceiver
 ) -> None:
     owner, listener, quiet = await asyncio.gather(*(api.sign_up(p) for p in ("famous", "fan", "quiet")))
     phone = fresh_phone()
@@ -76,12 +85,17 @@ async def test_a_link_reaches_10000_uploaders_without_waiting_for_them(
     db = app[SERVICES].db
     uploaders = await _uploaders(db, digest, phone, 9_999) + [listener.login]
 
-    nobody = await api.call(LINK, {"network": "tel", "networkId": fresh_phone()}, token=quiet.token)
+    unknown = fresh_phone()
+    code = await request_code(api, codes, quiet.token, "tel", unknown)
+    nobody = await api.call(LINK, {"network": "tel", "networkId": unknown, "code": code}, token=quiet.token)
     async with discoveries(api, app, listener.login, listener.token) as events:
-        everybody = await api.call(LINK, {"network": "tel", "networkId": phone}, token=owner.token)
+        code = await request_code(api, codes, owner.token, "tel", phone)
+        variables = {"network": "tel", "networkId": phone, "code": code}
+        everybody = await api.call(LINK, variables, token=owner.token)
         assert not nobody.errors and not everybody.errors
-        # session, identity list, claim, identity row, job: the same for 0 or 10 000 uploaders
-        assert everybody.statements == nobody.statements == 5
+        # session, identity list, the code (read, consumed), claim, identity row, job: the
+        # same for 0 or 10 000 uploaders
+        assert everybody.statements == nobody.statements == 7
         event = await asyncio.wait_for(events.get(), timeout=300)
         assert (event["networkId"], event["user"]["login"]) == (e164(phone), owner.login)
 
