@@ -328,6 +328,8 @@ class RedisPubSub:
         for confirmed in self._confirmations.values():
             if not confirmed.done():
                 confirmed.set_exception(ConnectionError("broker lost"))
+                # Its waiter may be gone already (a cancelled subscribe); nobody else reads it.
+                confirmed.exception()
         self._end_all(_LOST)
         with contextlib.suppress(Exception):
             if pubsub is not None:
