@@ -137,19 +137,21 @@ class CommentStore:
 
         A counter increment that failed (or timed out) after its comment was
         stored leaves the count one short, and one cannot be retried safely.
-        Counting the thread's partitions gives the truth; the counter is moved
+        Counting the thread's partitions (keyed slices, never a whole partition in
+        one read) gives the truth; the counter is moved
         by the difference. A comment arriving during the recount may be counted
         twice or not at all, so run it while the thread is quiet (or twice).
         """
         stored = 0
         for bucket in await _THREAD.buckets(self.db, (slug,)):
-            result = await self.db.execute(
-                "SELECT COUNT(*) AS n FROM comments WHERE slug = ? AND bucket = ?", (slug, bucket)
-            )
-            stored += int(result.rows[0]["n"])
+            stored += len(await _THREAD.bucket_items(self.db, (slug,), bucket, _counted))
         before = (await self.counts([slug])).get(slug, 0)
         if stored != before:
             await self.db.execute(
                 "UPDATE comment_counts SET comments = comments + ? WHERE slug = ?", (stored - before, slug)
             )
         return before, stored
+
+
+def _counted(row: Row) -> None:
+    """Recounts need the rows, not their values."""

@@ -66,6 +66,32 @@ class BookEntry:
 
 
 _BOOK_COLUMNS = "network, identity_hash, network_id, name, owner, discovered_at"
+_BOOK_SLICE = 5000
+#: Rows read for a user's linked identities: the cap is 20; racing links may add a few.
+_IDENTITY_ROWS = 64
+_BOOK_FROM_START = f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? LIMIT ?"
+_BOOK_AFTER = (
+    f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? AND (network, identity_hash) > (?, ?) LIMIT ?"
+)
+_NETWORK_FROM_START = f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? AND network = ? LIMIT ?"
+_NETWORK_AFTER = (
+    f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? AND network = ? AND identity_hash > ? LIMIT ?"
+)
+
+
+def _book_slice(
+    login: str, network: str | None, after: tuple[str, bytes] | None, limit: int
+) -> tuple[str, tuple[object, ...]]:
+    """The read of ``limit`` book rows past ``after``, within one network or across all."""
+    if network is None:
+        if after is None:
+            return _BOOK_FROM_START, (login, limit)
+        return _BOOK_AFTER, (login, *after, limit)
+    if after is None:
+        return _NETWORK_FROM_START, (login, network, limit)
+    return _NETWORK_AFTER, (login, network, after[1], limit)
+
+
 _INSERT_ENTRY = (
     "INSERT INTO contact_books (login, network, identity_hash, network_id, name) VALUES (?, ?, ?, ?, ?)"
 )
@@ -124,10 +150,14 @@ class ContactStore:
         )
 
     async def identities_of(self, login: str) -> list[LinkedIdentity]:
-        rows = await self.db.execute_all(
-            "SELECT network, network_id, identity_hash, linked_at FROM user_identities WHERE login = ?",
-            (login,),
-        )
+        rows = (
+            await self.db.execute(
+                "SELECT network, network_id, identity_hash, linked_at FROM user_identities"
+                " WHERE login = ? LIMIT ?",
+                (login, _IDENTITY_ROWS),
+                fetch_size=_IDENTITY_ROWS,
+            )
+        ).rows
         return [
             LinkedIdentity(
                 network=r["network"],
@@ -196,13 +226,17 @@ class ContactStore:
     # -- address books ------------------------------------------------------
 
     async def book(self, login: str, network: str) -> list[BookEntry]:
-        """The whole stored book of one network (at most 5000 rows and a few leftovers)."""
-        rows = await self.db.execute_all(
-            f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? AND network = ?",
-            (login, network),
-            fetch_size=5000,
-        )
-        return [BookEntry.from_row(r) for r in rows]
+        """The whole stored book of one network (at most 5000 rows and a few leftovers),
+        in keyed slices of ``_BOOK_SLICE`` rows."""
+        rows: list[Row] = []
+        position: tuple[str, bytes] | None = None
+        while True:
+            cql, params = _book_slice(login, network, position, _BOOK_SLICE)
+            page = (await self.db.execute(cql, params, fetch_size=_BOOK_SLICE)).rows
+            rows.extend(page)
+            if len(page) < _BOOK_SLICE:
+                return [BookEntry.from_row(r) for r in rows]
+            position = (network, bytes(page[-1]["identity_hash"]))
 
     async def entry(self, login: str, network: str, identity_hash: bytes) -> BookEntry | None:
         row = (
@@ -296,29 +330,18 @@ class ContactStore:
         limit: int,
     ) -> tuple[list[BookEntry], bool]:
         """``limit`` entries in (network, identity hash) order after ``after``, skipping
-        leftover rows; and whether more follow. Usually one read: the driver pages on
-        only when leftovers made the first page short."""
-        where = "login = ?"
-        params: list[object] = [login]
-        if network is not None:
-            where += " AND network = ?"
-            params.append(network)
-            if after is not None:
-                where += " AND identity_hash > ?"
-                params.append(after[1])
-        elif after is not None:
-            where += " AND (network, identity_hash) > (?, ?)"
-            params.extend(after)
-        cql = f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE {where}"
+        leftover rows; and whether more follow. Usually one read: another keyed slice
+        follows only when leftovers made the first one short."""
         wanted = limit + 1
         entries: list[BookEntry] = []
-        paging_state: bytes | None = None
+        position = after
         while True:
-            result = await self.db.execute(cql, params, fetch_size=wanted, paging_state=paging_state)
-            entries.extend(e for e in map(BookEntry.from_row, result.rows) if not e.leftover)
-            paging_state = result.paging_state
-            if len(entries) >= wanted or paging_state is None:
+            cql, params = _book_slice(login, network, position, wanted)
+            rows = (await self.db.execute(cql, params, fetch_size=wanted)).rows
+            entries.extend(e for e in map(BookEntry.from_row, rows) if not e.leftover)
+            if len(entries) >= wanted or len(rows) < wanted:
                 break
+            position = (rows[-1]["network"], bytes(rows[-1]["identity_hash"]))
         return entries[:limit], len(entries) > limit
 
     # -- upload leases ------------------------------------------------------

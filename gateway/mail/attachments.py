@@ -102,10 +102,14 @@ class AttachmentStore:
 
     async def read_chunk(self, attachment_id: UUID, number: int) -> list[bytes]:
         """The parts of one chunk, in order: one single-partition read."""
-        rows = await self.db.execute_all(
-            "SELECT data FROM attachment_chunks WHERE attachment_id = ? AND chunk_number = ?",
-            (attachment_id, number),
-        )
+        per_chunk = CHUNK_SIZE // PART_SIZE
+        rows = (
+            await self.db.execute(
+                "SELECT data FROM attachment_chunks WHERE attachment_id = ? AND chunk_number = ? LIMIT ?",
+                (attachment_id, number, per_chunk),
+                fetch_size=per_chunk,
+            )
+        ).rows
         if not rows:
             raise LookupError(f"chunk {number} of attachment {attachment_id} is missing")
         return [row["data"] or b"" for row in rows]
@@ -156,6 +160,7 @@ class AttachmentStore:
                     raise LookupError(f"a chunk of attachment {attachment_id} is short")
 
     async def delete(self, attachment_id: UUID, chunk_count: int) -> None:
+        """Deletes the whole partition of each chunk (its parts), all in one batch."""
         if chunk_count <= 0:
             return
         await self.db.batch(
