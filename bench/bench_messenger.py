@@ -21,10 +21,11 @@ from gateway.users.store import SessionStore, UserStore
 REQUESTS = 1000
 SEND_REQUESTS = 600
 CONCURRENCY = 32
-PARTNERS = 50
+PARTNERS = 120
 
-MAIN_VIEW = """{ me { talkPartners {
-  partner { login firstname } lastMessage lastMessageAt unreadCount unreadSince
+MAIN_VIEW = """query($after: String) { me { talkPartners(first: 50, after: $after) {
+  edges { cursor node { partner { login firstname } lastMessage lastMessageAt unreadCount unreadSince } }
+  pageInfo { hasNextPage endCursor }
 } } }"""
 CONVERSATION = """query($with: String!) { me { conversation(with: $with) {
   unreadCount messages(first: 50) { edges { cursor node { id content sentAt sender { login } } } }
@@ -54,8 +55,8 @@ async def main() -> None:
         async def main_view_raw() -> None:
             login = await sessions.login_of(owner_token)
             assert login is not None
-            records = await store.partners(login)
-            await users.get_many(r.partner for r in records)
+            page = await store.partners_page(login, first=50, after=None)
+            await users.get_many(record.partner for _, record in page.items)
 
         async def conversation_raw() -> None:
             login = await sessions.login_of(owner_token)
@@ -82,15 +83,23 @@ async def main() -> None:
             await users.get_many([login, owner])
             await store.send(login, owner, f"raw {i}")
 
+        first_page = await target.graphql(MAIN_VIEW, {"after": None}, owner_token)
+        second_cursor = first_page["data"]["me"]["talkPartners"]["pageInfo"]["endCursor"]
         main_rows = [
             await measure(
-                f"gateway: me.talkPartners ({PARTNERS} partners)",
-                lambda _: target.graphql(MAIN_VIEW, token=owner_token),
+                f"gateway: me.talkPartners(first: 50), page 1 of {PARTNERS} partners",
+                lambda _: target.graphql(MAIN_VIEW, {"after": None}, owner_token),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
             await measure(
-                "driver:  session + partner slice + users IN",
+                "gateway: me.talkPartners(first: 50), page 2",
+                lambda _: target.graphql(MAIN_VIEW, {"after": second_cursor}, owner_token),
+                requests=REQUESTS,
+                concurrency=CONCURRENCY,
+            ),
+            await measure(
+                "driver:  session + activity slice + pairs IN + users IN",
                 lambda _: counted(main_view_raw()),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,

@@ -1,5 +1,6 @@
-"""Rooms: history reads, posting, joining a busy room and listing rooms through the
-gateway, beside the same Cassandra work done on the driver.
+"""Rooms: history reads, posting, joining a busy room, a page of a room's participants,
+a page of a user's rooms and listing rooms through the gateway, beside the same
+Cassandra work done on the driver.
 
 Run: ``.venv/bin/python -m bench.bench_rooms``.
 """
@@ -13,6 +14,7 @@ from bench.harness import Target, counted, gateway_under_test, measure, report
 from gateway.db import clock
 from gateway.graph.pubsub import InProcessPubSub
 from gateway.rooms.history import RoomHistory
+from gateway.rooms.members import MemberStore, UserRoom
 from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomStore
 from gateway.users.store import SessionStore, UserRecord, UserStore
@@ -35,6 +37,16 @@ HISTORY = """query($n: String!, $first: Int) {
 POST = "mutation($r: String!, $c: String!) { postRoomMessage(room: $r, content: $c) { id postedAt } }"
 JOIN = "mutation($n: String!) { joinRoom(name: $n) { name participantCount } }"
 ROOMS = "{ rooms(first: 20) { edges { cursor node { name participantCount creator { login } } } } }"
+PARTICIPANTS = """query($n: String!, $first: Int) {
+  room(name: $n) {
+    participantCount participants(first: $first) { edges { cursor node { login firstname } } }
+  }
+}"""
+USER_ROOMS = """query($l: String!, $first: Int) {
+  user(login: $l) {
+    rooms(first: $first) { edges { cursor node { name participantCount creator { login } } } }
+  }
+}"""
 
 
 @dataclass
@@ -66,7 +78,8 @@ async def main() -> None:
         db, settings = target.db, target.settings
         rooms = RoomStore(db, settings)
         history = RoomHistory(db, settings)
-        service = RoomService(db, rooms, history, InProcessPubSub())
+        members = MemberStore(db, settings)
+        service = RoomService(db, rooms, members, history, InProcessPubSub())
         users = UserStore(db, settings)
         sessions = SessionStore(db, settings)
 
@@ -83,6 +96,8 @@ async def main() -> None:
         for i in range(200):
             await service.create(authors[i % AUTHORS].login, f"bench-room-{i}", None)
         reader = authors[0]
+        for i in range(AUTHORS, 2 * AUTHORS):
+            await service.join(reader.login, f"bench-room-{i}")
 
         async def raw_history() -> None:
             login = await sessions.login_of(reader.token)
@@ -95,7 +110,7 @@ async def main() -> None:
             author = authors[i % AUTHORS]
             assert await sessions.login_of(author.token) == author.login
             room = await rooms.get("bench-history")
-            assert room is not None and author.login in room.participants
+            assert room is not None and await members.is_participant(room.id, author.login)
             await history.append(room.name, room.id, author.login, f"raw {i}")
 
         async def raw_join() -> None:
@@ -103,13 +118,39 @@ async def main() -> None:
             assert await sessions.login_of(joiner.token) == joiner.login
             room = await rooms.get("bench-busy")
             assert room is not None
-            assert await rooms.add_participant(room.name, joiner.login)
-            await rooms.record_membership(joiner.login, room.name, clock.now())
+            assert await members.count(room.id) < settings.room_max_participants
+            joined_at = clock.now()
+            assert await members.add(room.id, joiner.login, joined_at)
+            await asyncio.gather(
+                members.record(UserRoom(joiner.login, room.name, room.id), joined_at),
+                members.count_by(room.id, 1),
+            )
+            await asyncio.gather(
+                members.count(room.id), members.rooms_of_count(joiner.login), rooms.get(room.name)
+            )
             await history.append(room.name, room.id, None, f"{joiner.login} joins the room", system=True)
 
         async def raw_rooms() -> None:
             page = await rooms.scan(20, None)
-            await users.get_many({r.creator_login for _, r in page.rooms if r is not None})
+            found = [r for _, r in page.rooms if r is not None]
+            await asyncio.gather(
+                users.get_many({r.creator_login for r in found}), members.counts(r.id for r in found)
+            )
+
+        async def raw_participants() -> None:
+            room = await rooms.get("bench-history")
+            assert room is not None
+            page, _ = await asyncio.gather(members.participants(room.id, PAGE, None), members.count(room.id))
+            await users.get_many(page.items)
+
+        async def raw_user_rooms() -> None:
+            assert await users.get(reader.login) is not None
+            page = await members.rooms_of(reader.login, 20, None)
+            found = await rooms.get_many(row.room_name for row in page.rows)
+            await asyncio.gather(
+                users.get_many({r.creator_login for r in found.values()}),
+                members.counts(r.id for r in found.values()),
+            )
 
         async def gateway_join() -> dict[str, object]:
             return await target.graphql(JOIN, {"n": "bench-busy"}, token=next(joiners).token)
@@ -158,13 +199,37 @@ async def main() -> None:
                 warmup=JOIN_WARMUP,
             ),
             await measure(
+                f"gateway: room.participants(first: {PAGE}) + count",
+                lambda _: target.graphql(PARTICIPANTS, {"n": "bench-history", "first": PAGE}),
+                requests=REQUESTS,
+                concurrency=CONCURRENCY,
+            ),
+            await measure(
+                "driver:  room, slice, count, users",
+                lambda _: counted(raw_participants()),
+                requests=REQUESTS,
+                concurrency=CONCURRENCY,
+            ),
+            await measure(
+                "gateway: user.rooms(first: 20) + creators",
+                lambda _: target.graphql(USER_ROOMS, {"l": reader.login, "first": 20}),
+                requests=REQUESTS,
+                concurrency=CONCURRENCY,
+            ),
+            await measure(
+                "driver:  user, slice, rooms, creators, counts",
+                lambda _: counted(raw_user_rooms()),
+                requests=REQUESTS,
+                concurrency=CONCURRENCY,
+            ),
+            await measure(
                 "gateway: rooms(first: 20) + creators",
                 lambda _: target.graphql(ROOMS),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
             await measure(
-                "driver:  scan 20 rooms, creators",
+                "driver:  scan 20 rooms, creators, counts",
                 lambda _: counted(raw_rooms()),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,

@@ -1,5 +1,6 @@
-"""Command line: ``gateway serve | cassandra|redis start|stop|status | migrate | schema | seed``,
-and the counter repairs ``mail-recount`` and ``blog-recount``.
+"""Command line: ``gateway serve [--workers N] | cassandra|redis start|stop|status | migrate |
+schema | seed``, the counter repairs ``mail-recount`` and ``blog-recount``, and
+``backfill [<domain> ...]``.
 
 The ``cassandra`` and ``redis`` commands, and ``serve`` without contact points, use the
 development tooling in ``devnode``; it is imported only then, so the running gateway never
@@ -62,13 +63,20 @@ def _connected(settings: Settings) -> tuple[Database, list[str]]:
     return db, applied
 
 
-def cmd_serve(settings: Settings, seed: bool) -> int:
+def cmd_serve(settings: Settings, seed: bool, workers: int, worker: bool) -> int:
+    """One process, or (``--workers N``) a supervisor of N. ``--worker`` marks a process the
+    supervisor started: the node and the broker are set up already, and the port is shared."""
+    if workers > 1:
+        return _serve_workers(settings, seed, workers)
+
     from aiohttp import web
 
     from gateway.app import READY, SERVICES, create_app
     from gateway.seed import seed_demo
+    from gateway.serve import run
 
-    _ensure_cassandra(settings)
+    if not worker:
+        _ensure_cassandra(settings)
     app = create_app(settings)
 
     if seed or settings.seed:
@@ -87,9 +95,44 @@ def cmd_serve(settings: Settings, seed: bool) -> int:
 
         app.on_startup.append(seed_when_ready)
 
-    print(f"GraphiQL on http://{settings.host}:{settings.port}/graphql", file=sys.stderr)
-    web.run_app(app, host=settings.host, port=settings.port, print=None, handle_signals=True)
+    if not worker:
+        print(f"GraphiQL on http://{settings.host}:{settings.port}/graphql", file=sys.stderr)
+    run(app, settings, reuse_port=worker)
     return 0
+
+
+def _serve_workers(settings: Settings, seed: bool, workers: int) -> int:
+    """Workers need a broker. Without ``GATEWAY_BROKER_URL``, the embedded setup (no
+    ``CASSANDRA_CONTACT_POINTS``) starts the local Redis of ``gateway redis start``, as it
+    starts the Cassandra node; against a real cluster the command refuses, since a broker
+    started on one host would not be shared by the gateways of the others."""
+    import os
+
+    from gateway.workers import Supervisor
+
+    if settings.port == 0:
+        raise _CommandFailed("--workers needs a fixed GATEWAY_PORT (the workers share it)")
+    env = dict(os.environ)
+    if not settings.broker_url:
+        if not settings.embedded:
+            raise _CommandFailed(
+                f"--workers {workers} needs GATEWAY_BROKER_URL (redis://host:port/db): the workers share "
+                "subscriptions through it. Set it to the Redis your gateways share, or run one worker."
+            )
+        with _dev_tooling():
+            from devnode.redis import RedisServer
+
+            server = RedisServer(settings)
+            server.start()
+        env["GATEWAY_BROKER_URL"] = server.url
+        print(f"workers share subscriptions through the local Redis on {server.url}", file=sys.stderr)
+    db, _ = _connected(settings)
+    db.shutdown()
+    print(f"GraphiQL on http://{settings.host}:{settings.port}/graphql ({workers} workers)", file=sys.stderr)
+    supervisor = Supervisor(
+        workers, env, seed=seed or settings.seed, grace_seconds=settings.drain_seconds + 60
+    )
+    return supervisor.run()
 
 
 def cmd_cassandra(settings: Settings, action: str) -> int:
@@ -164,6 +207,27 @@ def cmd_blog_recount(settings: Settings, slugs: list[str]) -> int:
         db.shutdown()
 
 
+#: ``gateway backfill <domain>``: the module of each domain whose ``backfill(db, settings)``
+#: fills its new tables from the old ones (idempotent) and returns a one-line summary.
+BACKFILLS: dict[str, str] = {
+    "messenger": "gateway.messenger.backfill",
+    "rooms": "gateway.rooms.backfill",
+}
+
+
+def cmd_backfill(settings: Settings, domains: list[str]) -> int:
+    import importlib
+
+    db, _ = _connected(settings)
+    try:
+        for domain in domains or sorted(BACKFILLS):
+            module = importlib.import_module(BACKFILLS[domain])
+            print(f"{domain}: {asyncio.run(module.backfill(db, settings))}")
+    finally:
+        db.shutdown()
+    return 0
+
+
 def cmd_schema(settings: Settings) -> int:
     from gateway.schema import build_schema
 
@@ -176,6 +240,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the gateway (starts the embedded Cassandra unless configured)")
     serve.add_argument("--seed", action="store_true", help="load demo data once Cassandra is ready")
+    serve.add_argument(
+        "--workers",
+        default="1",
+        metavar="N",
+        help="processes serving the one port (a number, or 'auto': one per core); default 1",
+    )
+    serve.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     cassandra = sub.add_parser("cassandra", help="manage the embedded Cassandra node")
     cassandra.add_argument("action", choices=["start", "stop", "status"])
     redis = sub.add_parser("redis", help="manage the local Redis server (GATEWAY_REDIS_PORT)")
@@ -189,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         "blog-recount", help="rebuild comment and post counters from the stored comments and posts"
     )
     blog_recount.add_argument("slugs", nargs="*", help="posts to recount (default: every post)")
+    backfill = sub.add_parser("backfill", help="fill new tables from the old ones (idempotent)")
+    backfill.add_argument("domains", nargs="*", choices=sorted(BACKFILLS), help="default: every domain")
     args = parser.parse_args(argv)
 
     try:
@@ -218,7 +291,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
-        return cmd_serve(settings, args.seed)
+        from gateway.workers import worker_count
+
+        try:
+            workers = worker_count(args.workers)
+        except ValueError as exc:
+            raise _CommandFailed(str(exc)) from exc
+        return cmd_serve(settings, args.seed, workers, args.worker)
     if args.command == "cassandra":
         return cmd_cassandra(settings, args.action)
     if args.command == "redis":
@@ -229,8 +308,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return cmd_seed(settings)
     if args.command == "blog-recount":
         return cmd_blog_recount(settings, args.slugs)
+    if args.command == "backfill":
+        return cmd_backfill(settings, args.domains)
     if args.command == "mail-recount":
         return cmd_mail_recount(settings, args.login)
+    if args.command == "backfill":
+        return cmd_backfill(settings, args.domains)
     return cmd_schema(settings)
 
 

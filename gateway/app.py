@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -14,10 +15,12 @@ from strawberry.types.unset import UnsetType
 
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
+from gateway.drain import Drain
 from gateway.graph.batch import BatchBudget
 from gateway.graph.context import Context, Services
 from gateway.graph.limits import QueryLimits
 from gateway.graph.pubsub import InProcessPubSub, PubSub
+from gateway.graph.redis_pubsub import RedisPubSub
 from gateway.graphiql import add_static_routes, render_graphiql
 from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
@@ -25,7 +28,7 @@ from gateway.http.persisted import from_settings as persisted_queries
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
-from gateway.schema import build_schema
+from gateway.schema import build_schema, event_codec
 from gateway.settings import Settings
 from gateway.users.store import SessionStore
 
@@ -34,6 +37,7 @@ log = logging.getLogger(__name__)
 SERVICES = web.AppKey("services", Services)
 READY = web.AppKey("ready", asyncio.Event)
 CONNECTOR = web.AppKey("connector", asyncio.Task)
+DRAIN = web.AppKey("drain", Drain)
 
 #: Seconds between attempts to reach Cassandra while it is down at start-up.
 CONNECT_RETRY_SECONDS = 2.0
@@ -47,16 +51,20 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView):
         self,
         services: Services,
         *,
+        drain: Drain,
         request_adapter: type[AiohttpHTTPRequestAdapter] = AiohttpHTTPRequestAdapter,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.services = services
         self.request_adapter_class = request_adapter
+        self.drain = drain
 
     async def get_context(
         self, request: web.Request, response: web.Response | web.WebSocketResponse
     ) -> Context:
+        if isinstance(response, web.WebSocketResponse):
+            self.drain.track_socket(response)
         return Context(
             self.services,
             request=request,
@@ -97,12 +105,14 @@ async def _connect(app: web.Application) -> None:
 
 async def _on_startup(app: web.Application) -> None:
     app[CONNECTOR] = asyncio.create_task(_connect(app))
+    await app[SERVICES].pubsub.start()
 
 
 async def _on_cleanup(app: web.Application) -> None:
     task = app[CONNECTOR]
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+    await app[SERVICES].pubsub.aclose()
     await asyncio.to_thread(app[SERVICES].db.shutdown)
 
 
@@ -111,15 +121,45 @@ async def healthz(_: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
+    """503 while starting, draining, or without Cassandra; ``inFlight`` counts the requests
+    being handled, ``pid`` names the process that answered. A lost broker shows as
+    ``"broker": "unreachable"`` but keeps 200: queries and mutations still work, only
+    live updates pause, and a broker shared by every process would otherwise take
+    them all out of the load balancer at once."""
     app = request.app
+    broker = app[SERVICES].pubsub.state
+    drain = app[DRAIN]
+    if drain.draining:
+        return web.json_response(
+            {"status": "draining", "broker": broker, "inFlight": drain.in_flight, "pid": os.getpid()},
+            status=503,
+        )
     if not app[READY].is_set():
-        return web.json_response({"status": "starting", "cassandra": "unreachable"}, status=503)
+        return web.json_response(
+            {"status": "starting", "cassandra": "unreachable", "broker": broker}, status=503
+        )
     db = app[SERVICES].db
     try:
         await asyncio.wait_for(db.execute("SELECT release_version FROM system.local"), timeout=2.0)
     except (CassandraUnavailable, TimeoutError):
-        return web.json_response({"status": "unavailable", "cassandra": "unreachable"}, status=503)
-    return web.json_response({"status": "ready", "cassandra": "ok", "keyspace": db.keyspace})
+        return web.json_response(
+            {"status": "unavailable", "cassandra": "unreachable", "broker": broker}, status=503
+        )
+    return web.json_response({
+        "status": "ready",
+        "cassandra": "ok",
+        "keyspace": db.keyspace,
+        "broker": broker,
+        "inFlight": drain.in_flight,
+        "pid": os.getpid(),
+    })
+
+
+def pubsub_of(settings: Settings) -> PubSub:
+    """The broker of ``GATEWAY_BROKER_URL``, channels namespaced by keyspace; in-process without one."""
+    if not settings.broker_url:
+        return InProcessPubSub()
+    return RedisPubSub(settings.broker_url, event_codec(), namespace=settings.keyspace)
 
 
 def create_app(
@@ -134,14 +174,17 @@ def create_app(
     services = Services(
         settings=settings,
         db=db,
-        pubsub=pubsub or InProcessPubSub(),
+        pubsub=pubsub or pubsub_of(settings),
         authenticate=sessions.login_of,
     )
-    app = web.Application(client_max_size=30 * 1024 * 1024)
+    drain = Drain()
+    app = web.Application(client_max_size=30 * 1024 * 1024, middlewares=[drain.middleware])
     app[SERVICES] = services
     app[READY] = asyncio.Event()
+    app[DRAIN] = drain
     view = GatewayGraphQLView(
         services,
+        drain=drain,
         request_adapter=StreamingUploadAdapter,
         schema=build_schema(settings),
         graphql_ide="graphiql",

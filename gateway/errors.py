@@ -39,3 +39,12 @@ class NotFound(GatewayError):
 
 class Conflict(GatewayError):
     pass
+
+
+class BrokerUnavailable(GatewayError):
+    """The broker that carries live updates between processes is lost: a subscription
+    cannot start, or ends. Nothing is lost meanwhile (every event is also stored and can
+    be queried); the client resubscribes later."""
+
+    def __init__(self, message: str = "Live updates are unavailable right now; resubscribe later.") -> None:
+        super().__init__(message)

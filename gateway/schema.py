@@ -24,8 +24,10 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
 from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser, post_node
+from gateway.contacts.events import DISCOVERY
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
 from gateway.graph.batch import BATCH_CEILING
+from gateway.graph.codec import EventCodec
 from gateway.graph.compose import join_fields
 from gateway.graph.context import context_of
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
@@ -40,8 +42,10 @@ from gateway.messenger.schema import (
     MessengerSubscription,
     talk_partner_node,
 )
+from gateway.rooms.events import ROOM_EVENT
 from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser, room_node
 from gateway.settings import Settings
+from gateway.users.events import SESSION_REVOKED
 from gateway.users.schema import User, UserMutation, UserQuery, require_user, user_node
 
 join_fields(User, RoomUser, BlogUser)
@@ -103,6 +107,10 @@ class Mutation(UserMutation, MessengerMutation, RoomMutation, BlogMutation, Mail
 class Subscription(MessengerSubscription, RoomSubscription, ContactsSubscription):
     pass
 
+
+def event_codec() -> EventCodec:
+    """How the domains' subscription events cross a broker (the messenger's are plain JSON)."""
+    return EventCodec([ROOM_EVENT, DISCOVERY, SESSION_REVOKED])
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:

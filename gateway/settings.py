@@ -96,6 +96,10 @@ class Settings:
     cassandra_heap: str = "1G"
     # Local Redis server (``gateway redis start``), with its files under cassandra_home.
     redis_port: int = 6390
+    # Broker shared by gateway processes ("redis://host:port/db"); empty: one process, in-memory fan-out.
+    broker_url: str = ""
+    # Seconds a SIGTERM waits for in-flight requests before the process exits.
+    drain_seconds: float = 10.0
     # Sessions and passwords
     session_ttl_days: int = 30
     argon2_time_cost: int = 3
@@ -114,6 +118,8 @@ class Settings:
     query_metrics: bool = False
     # Time buckets of growing partitions (see the domain stores for the arithmetic).
     messenger_bucket: str = "month"
+    # Seconds of one slot of the talk-partner recency index (see gateway/messenger/activity.py).
+    messenger_activity_slot: int = 60
     room_bucket: str = "day"
     blog_post_bucket: str = "month"
     blog_comment_bucket: str = "day"
@@ -123,6 +129,9 @@ class Settings:
     contacts_identity_pepper: str = "insecure-development-pepper"
     contacts_default_country_code: str = ""
     contacts_max_in_flight: int = 64
+    # Rooms: the most participants a room may have, and the most rooms a user may be in.
+    room_max_participants: int = 1000
+    rooms_per_user_max: int = 200
     # Mail folder partitions: "month", "day" or "<N>s" (never change it once mail is stored).
     mail_bucket: str = "month"
     # Seed demo data on `gateway serve --seed`.
@@ -164,6 +173,8 @@ class Settings:
             cassandra_home=Path(_env("GATEWAY_CASSANDRA_HOME", str(_default_cassandra_home()))),
             cassandra_heap=_env("GATEWAY_CASSANDRA_HEAP", cls.cassandra_heap),
             redis_port=_env_int("GATEWAY_REDIS_PORT", cls.redis_port),
+            broker_url=_env("GATEWAY_BROKER_URL", cls.broker_url),
+            drain_seconds=_env_float("GATEWAY_DRAIN_SECONDS", cls.drain_seconds),
             session_ttl_days=_env_int("SESSION_TTL_DAYS", cls.session_ttl_days),
             argon2_time_cost=_env_int("ARGON2_TIME_COST", cls.argon2_time_cost),
             argon2_memory_cost_kib=_env_int("ARGON2_MEMORY_COST_KIB", cls.argon2_memory_cost_kib),
@@ -176,6 +187,7 @@ class Settings:
             max_batch=_env_int("GATEWAY_MAX_BATCH", cls.max_batch),
             query_metrics=_env_bool("GATEWAY_QUERY_METRICS", cls.query_metrics),
             messenger_bucket=_env("MESSENGER_BUCKET", cls.messenger_bucket),
+            messenger_activity_slot=_env_int("MESSENGER_ACTIVITY_SLOT", cls.messenger_activity_slot),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
             blog_post_bucket=_env("BLOG_POST_BUCKET", cls.blog_post_bucket),
             blog_comment_bucket=_env("BLOG_COMMENT_BUCKET", cls.blog_comment_bucket),
@@ -185,6 +197,8 @@ class Settings:
             ),
             contacts_max_in_flight=_env_int("CONTACTS_MAX_IN_FLIGHT", cls.contacts_max_in_flight),
             mail_bucket=_env("MAIL_BUCKET", cls.mail_bucket),
+            room_max_participants=_env_int("ROOM_MAX_PARTICIPANTS", cls.room_max_participants),
+            rooms_per_user_max=_env_int("ROOMS_PER_USER_MAX", cls.rooms_per_user_max),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
         )
 
@@ -213,6 +227,9 @@ class Settings:
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
+            "MESSENGER_ACTIVITY_SLOT": self.messenger_activity_slot,
+            "ROOM_MAX_PARTICIPANTS": self.room_max_participants,
+            "ROOMS_PER_USER_MAX": self.rooms_per_user_max,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
         buckets = {
@@ -225,6 +242,12 @@ class Settings:
         for name, value in buckets.items():
             if value not in {"month", "day"} and not re.fullmatch(r"[1-9][0-9]*s", value):
                 problems.append((name, f"{name} must be 'month', 'day' or '<N>s', got {value!r}"))
+        if self.drain_seconds < 0:
+            name = "GATEWAY_DRAIN_SECONDS"
+            problems.append((name, f"{name} must be 0 or more, got {self.drain_seconds}"))
+        if self.broker_url and not re.fullmatch(r"(rediss?|unix)://\S+", self.broker_url):
+            name = "GATEWAY_BROKER_URL"
+            problems.append((name, f"{name} must be redis://host:port/db, got {self.broker_url!r}"))
         if not re.fullmatch(r"\+?([0-9]{1,3})?", self.contacts_default_country_code):
             name = "CONTACTS_DEFAULT_COUNTRY_CODE"
             problems.append((name, f"{name} must be 1-3 digits or empty"))

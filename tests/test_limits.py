@@ -24,7 +24,10 @@ from gateway.settings import Settings
 from tests.client import Api, Response
 
 GRAPHIQL_BUNDLE = Path(__file__).parent.parent / "gateway" / "static" / "graphiql" / "graphiql.min.js"
-NESTED = "{ rooms(first: 100) { nodes { participants { rooms { participants { login } } } } } }"
+NESTED = (
+    "{ rooms(first: 100) { nodes { participants(first: 100) { nodes { rooms(first: 100) { nodes {"
+    " participants(first: 100) { nodes { login } } } } } } } } }"
+)
 
 
 def doubling_bomb(n: int, leaf: str) -> str:

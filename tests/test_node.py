@@ -61,7 +61,8 @@ async def test_node_fetches_each_node_type_by_the_id_it_carries(api: Api) -> Non
         token=alice.token,
     )
     ids = await api.ok(
-        """{ me { id user { id login } talkPartners { id partner { login } } } }""", token=alice.token
+        """{ me { id user { id login } talkPartners { nodes { id partner { login } } } } }""",
+        token=alice.token,
     )
     expected = {
         ids["me"]["id"]: ("Me", alice.login),
@@ -69,7 +70,7 @@ async def test_node_fetches_each_node_type_by_the_id_it_carries(api: Api) -> Non
         created["createRoom"]["id"]: ("Room", room),
         created["publishPost"]["id"]: ("Post", created["publishPost"]["slug"]),
         created["createFolder"]["id"]: ("Folder", "bills"),
-        ids["me"]["talkPartners"][0]["id"]: ("TalkPartner", bob.login),
+        ids["me"]["talkPartners"]["nodes"][0]["id"]: ("TalkPartner", bob.login),
     }
     assert len(expected) == 6
     for node_id, (type_name, key) in expected.items():
@@ -95,9 +96,9 @@ async def test_node_of_what_is_anothers_own_is_null(api: Api) -> None:
         token=alice.token,
     )
     own = await api.ok(
-        """{ me { id folders { id label } talkPartners { id } } }""", token=alice.token
+        """{ me { id folders { id label } talkPartners { nodes { id } } } }""", token=alice.token
     )
-    private = [own["me"]["id"], own["me"]["talkPartners"][0]["id"]]
+    private = [own["me"]["id"], own["me"]["talkPartners"]["nodes"][0]["id"]]
     private += [f["id"] for f in own["me"]["folders"]]
     assert len(private) == 5
     for node_id in private:
@@ -131,12 +132,14 @@ async def test_mark_conversation_read_answers_both_counts_under_the_ids_clients_
             token=alice.token,
         )
     before = await api.ok(
-        """query($w: String!) { me { talkPartners { id unreadCount conversation { id unreadCount } } }
-                               conversation: me { conversation(with: $w) { id unreadCount } } }""",
+        """query($w: String!) {
+          me { talkPartners { nodes { id unreadCount conversation { id unreadCount } } } }
+          conversation: me { conversation(with: $w) { id unreadCount } }
+        }""",
         {"w": alice.login},
         token=bob.token,
     )
-    [partner] = before["me"]["talkPartners"]
+    [partner] = before["me"]["talkPartners"]["nodes"]
     assert partner["unreadCount"] == partner["conversation"]["unreadCount"] == 2
     assert before["conversation"]["conversation"] == partner["conversation"]
     marked = await api.ok(

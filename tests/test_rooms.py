@@ -12,7 +12,9 @@ import pytest
 
 from tests.client import Account, Api
 
-ROOM_FIELDS = "name banner createdAt participantCount creator { login } participants { login }"
+ROOM_FIELDS = (
+    "name banner createdAt participantCount creator { login } participants(first: 100) { nodes { login } }"
+)
 CREATE = f"mutation($n: String!, $b: String) {{ createRoom(name: $n, banner: $b) {{ {ROOM_FIELDS} }} }}"
 JOIN = f"mutation($n: String!) {{ joinRoom(name: $n) {{ {ROOM_FIELDS} }} }}"
 LEAVE = "mutation($n: String!) { leaveRoom(name: $n) }"
@@ -31,7 +33,11 @@ HISTORY = """query($n: String!, $first: Int, $after: String) {
     }
   }
 }"""
-USER_ROOMS = "query($l: String!) { user(login: $l) { rooms { name } } }"
+USER_ROOMS = """query($l: String!, $first: Int, $after: String) {
+  user(login: $l) {
+    rooms(first: $first, after: $after) { nodes { name } pageInfo { hasNextPage endCursor } }
+  }
+}"""
 
 
 def room_name(prefix: str = "r") -> str:
@@ -53,8 +59,16 @@ async def post(api: Api, account: Account, name: str, content: str) -> dict[str,
     return (await api.ok(POST, {"r": name, "c": content}, token=account.token))["postRoomMessage"]  # type: ignore[no-any-return]
 
 
-async def user_rooms(api: Api, login: str) -> list[str]:
-    return [r["name"] for r in (await api.ok(USER_ROOMS, {"l": login}))["user"]["rooms"]]
+async def user_rooms(api: Api, login: str, first: int = 100) -> list[str]:
+    """Every room the user lists, following cursors."""
+    names: list[str] = []
+    after = None
+    while True:
+        connection = (await api.ok(USER_ROOMS, {"l": login, "first": first, "after": after}))["user"]["rooms"]
+        names.extend(r["name"] for r in connection["nodes"])
+        if not connection["pageInfo"]["hasNextPage"]:
+            return names
+        after = connection["pageInfo"]["endCursor"]
 
 
 async def history(api: Api, account: Account, name: str, first: int = 100) -> list[dict[str, Any]]:
@@ -78,12 +92,12 @@ async def test_room_life_cycle_with_system_messages(api: Api) -> None:
     created = (await api.ok(CREATE, {"n": name, "b": "  All about life  "}, token=alice.token))["createRoom"]
     assert created["banner"] == "All about life"
     assert created["creator"]["login"] == alice.login
-    assert created["participants"] == [{"login": alice.login}]
+    assert created["participants"]["nodes"] == [{"login": alice.login}]
     assert created["participantCount"] == 1
     assert created["createdAt"].endswith("Z")
 
     joined = await join(api, bob, name)
-    assert sorted(p["login"] for p in joined["participants"]) == sorted([alice.login, bob.login])
+    assert sorted(p["login"] for p in joined["participants"]["nodes"]) == sorted([alice.login, bob.login])
     assert joined["participantCount"] == 2
     assert await user_rooms(api, bob.login) == [name]
     assert await user_rooms(api, alice.login) == [name]
@@ -98,7 +112,7 @@ async def test_room_life_cycle_with_system_messages(api: Api) -> None:
     assert (await api.ok(LEAVE, {"n": name}, token=bob.token))["leaveRoom"] is True
     assert await user_rooms(api, bob.login) == []
     room = (await api.ok(ROOM, {"n": name}))["room"]
-    assert room["participants"] == [{"login": alice.login}]
+    assert room["participants"]["nodes"] == [{"login": alice.login}]
     # Leaving again changes nothing.
     assert (await api.ok(LEAVE, {"n": name}, token=bob.token))["leaveRoom"] is False
 
@@ -125,7 +139,7 @@ async def test_joining_twice_is_harmless(api: Api) -> None:
     await join(api, bob, name)
     again = await join(api, bob, name)
     assert again["participantCount"] == 2
-    assert sorted(p["login"] for p in again["participants"]) == sorted([alice.login, bob.login])
+    assert sorted(p["login"] for p in again["participants"]["nodes"]) == sorted([alice.login, bob.login])
     assert await user_rooms(api, bob.login) == [name]
     joins = [m for m in await history(api, alice, name) if m["content"] == f"{bob.login} joins the room"]
     assert len(joins) == 1
@@ -174,7 +188,7 @@ async def test_only_the_creator_deletes_and_everything_goes(api: Api, app) -> No
     # The rows are gone, not just hidden (checked before any read could repair them):
     # no membership, no history, no bucket index.
     for account in (alice, bob, carol):
-        rows = await db.execute("SELECT room_name FROM rooms_by_user WHERE login = ?", (account.login,))
+        rows = await db.execute("SELECT room_name FROM user_rooms WHERE login = ?", (account.login,))
         assert rows.rows == []
         assert await user_rooms(api, account.login) == []
     index = await db.execute("SELECT bucket FROM room_message_buckets WHERE room_id = ?", (room_id,))
@@ -185,6 +199,7 @@ async def test_only_the_creator_deletes_and_everything_goes(api: Api, app) -> No
         )
         assert messages.rows == []
     assert (await db.execute("SELECT * FROM rooms WHERE name = ?", (name,))).rows == []
+    assert (await db.execute("SELECT login FROM room_participants WHERE room_id = ?", (room_id,))).rows == []
 
     # A new room of the same name starts with a clean history.
     await create_room(api, bob, name)
@@ -194,20 +209,28 @@ async def test_only_the_creator_deletes_and_everything_goes(api: Api, app) -> No
     assert error["extensions"]["code"] == "NOT_FOUND"
 
 
-async def test_user_rooms_skips_and_repairs_a_stale_entry(api: Api, app) -> None:  # type: ignore[no-untyped-def]
-    """The window of a deletion: the room is gone but a participant's rooms still name it."""
+async def test_user_rooms_skips_stale_entries_and_repairs_them_off_the_read(
+    api: Api, app  # type: ignore[no-untyped-def]
+) -> None:
+    """The window of a deletion: the room is gone (or was created again) but a
+    participant's rooms still name the old incarnation."""
     from gateway.app import SERVICES
+    from gateway.db.clock import new_timeuuid
+    from gateway.rooms.members import MemberStore
 
     alice = await api.sign_up("alice")
     kept = await create_room(api, alice)
     db = app[SERVICES].db
     gone = room_name("gone")
-    await db.execute(
-        "INSERT INTO rooms_by_user (login, room_name, joined_at) VALUES (?, ?, toTimestamp(now()))",
-        (alice.login, gone),
-    )
+    for name in (gone, kept):  # a dead room, and a dead incarnation of a live name
+        await db.execute(
+            "INSERT INTO user_rooms (login, room_name, room_id, joined_at)"
+            " VALUES (?, ?, ?, toTimestamp(now()))",
+            (alice.login, name, new_timeuuid()),
+        )
     assert await user_rooms(api, alice.login) == [kept]
-    rows = await db.execute("SELECT room_name FROM rooms_by_user WHERE login = ?", (alice.login,))
+    await app[SERVICES].store(MemberStore).repairs_settled()
+    rows = await db.execute("SELECT room_name FROM user_rooms WHERE login = ?", (alice.login,))
     assert [r["room_name"] for r in rows.rows] == [kept]
 
 
@@ -245,7 +268,7 @@ async def test_create_conflicts_on_a_taken_name_and_exactly_one_racer_wins(api: 
     winner = winners[0].data["createRoom"]["creator"]["login"]  # type: ignore[index]
     assert room["creator"]["login"] == winner
     assert room["banner"] == winner
-    assert room["participants"] == [{"login": winner}]
+    assert room["participants"]["nodes"] == [{"login": winner}]
 
 
 async def test_the_acting_user_is_the_token_user(api: Api) -> None:

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from gateway.app import SERVICES
-from gateway.rooms.service import DELETE_ATTEMPTS
+from gateway.rooms.members import MemberStore
 from gateway.rooms.store import DeleteOutcome, RoomRecord, RoomStore
 from tests.client import Api
 from tests.test_rooms import DELETE, JOIN, LEAVE, ROOM, create_room, history, user_rooms
@@ -24,7 +24,7 @@ async def test_thirty_concurrent_joins_are_all_counted(api: Api) -> None:
 
     room = (await api.ok(ROOM, {"n": name}))["room"]
     assert room["participantCount"] == 31
-    assert sorted(p["login"] for p in room["participants"]) == sorted(
+    assert sorted(p["login"] for p in room["participants"]["nodes"]) == sorted(
         [creator.login, *(j.login for j in joiners)]
     )
     listed = await asyncio.gather(*(user_rooms(api, j.login) for j in joiners))
@@ -58,8 +58,7 @@ async def test_join_racing_delete_never_leaves_a_zombie_or_a_half_deleted_room(
 
         row = (
             await db.execute(
-                "SELECT id, creator_login, created_at, banner, participants FROM rooms WHERE name = ?",
-                (name,),
+                "SELECT id, creator_login, created_at, banner FROM rooms WHERE name = ?", (name,)
             )
         ).one()
         if row is None:
@@ -67,22 +66,24 @@ async def test_join_racing_delete_never_leaves_a_zombie_or_a_half_deleted_room(
             assert deletion.codes == []  # type: ignore[attr-defined]
             assert (await api.ok(ROOM, {"n": name}))["room"] is None
             for account in (creator, *joiners):
-                assert name not in await user_rooms(api, account.login)
-                # Whatever a late join wrote was repaired by that read.
+                # Checked before any read could repair it: no membership row is left behind.
                 stale = await db.execute(
-                    "SELECT room_name FROM rooms_by_user WHERE login = ? AND room_name = ?",
+                    "SELECT room_name FROM user_rooms WHERE login = ? AND room_name = ?",
                     (account.login, name),
                 )
                 assert stale.rows == []
+                assert name not in await user_rooms(api, account.login)
         else:
             outcomes["kept"] += 1
             assert row["id"] is not None
             assert row["creator_login"] == creator.login
             assert row["created_at"] is not None
             assert row["banner"] == "racing"
-            participants = set(row["participants"] or ())
+            room = (await api.ok(ROOM, {"n": name}))["room"]
+            participants = {p["login"] for p in room["participants"]["nodes"]}
             joined = {j.login for j, r in zip(joiners, joins, strict=True) if not r.errors}
-            assert joined <= participants
+            assert participants == joined | {creator.login}
+            assert room["participantCount"] == len(participants)
             for login in participants:
                 assert name in await user_rooms(api, login)
             await api.ok(DELETE, {"n": name}, token=creator.token)
@@ -102,7 +103,7 @@ async def test_leaves_racing_joins_keep_rooms_and_memberships_in_step(api: Api) 
     assert all(not r.errors for r in responses)
 
     room = (await api.ok(ROOM, {"n": name}))["room"]
-    assert sorted(p["login"] for p in room["participants"]) == sorted(
+    assert sorted(p["login"] for p in room["participants"]["nodes"]) == sorted(
         [creator.login, *(m.login for m in members[6:])]
     )
     for member in members[:6]:
@@ -111,60 +112,73 @@ async def test_leaves_racing_joins_keep_rooms_and_memberships_in_step(api: Api) 
         assert await user_rooms(api, member.login) == [name]
 
 
-async def test_delete_retries_past_a_join_and_cleans_up_the_late_joiner(
+async def test_a_join_between_the_read_and_the_delete_is_cleaned_up_without_a_retry(
     api: Api, app, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
 ) -> None:
     """A join lands between the deleter's read and its conditional delete (made certain
-    here by joining from inside the first attempt): the condition fails, the gateway
-    retries with the participants Cassandra returned, and the late joiner is not missed."""
+    here by joining from inside the delete): the condition carries no participants, so
+    the delete applies at once, and the clean-up still finds the late joiner."""
     db = app[SERVICES].db
     creator = await api.sign_up("owner")
     late = await api.sign_up("late")
     name = await create_room(api, creator)
-    original = RoomStore.delete_if_unchanged
-    attempts: list[frozenset[str]] = []
+    original = RoomStore.delete
+    attempts = 0
 
     async def join_first(self: RoomStore, room: RoomRecord, creator_login: str) -> DeleteOutcome:
+        nonlocal attempts
         if not attempts:
             await api.ok(JOIN, {"n": name}, token=late.token)
-        attempts.append(room.participants)
+        attempts += 1
         return await original(self, room, creator_login)
 
-    monkeypatch.setattr(RoomStore, "delete_if_unchanged", join_first)
+    monkeypatch.setattr(RoomStore, "delete", join_first)
     response = await api.call(DELETE, {"n": name}, token=creator.token)
     assert response.errors == []
-    assert response.extensions["cql"]["lwtRetries"] == 1
-    assert attempts == [frozenset({creator.login}), frozenset({creator.login, late.login})]
+    assert response.extensions["cql"]["lwtRetries"] == 0
+    assert attempts == 1
     assert (await api.ok(ROOM, {"n": name}))["room"] is None
-    rows = await db.execute("SELECT room_name FROM rooms_by_user WHERE login = ?", (late.login,))
+    rows = await db.execute("SELECT room_name FROM user_rooms WHERE login = ?", (late.login,))
     assert rows.rows == []
 
 
-async def test_delete_answers_conflict_when_participants_keep_changing(
-    api: Api, monkeypatch: pytest.MonkeyPatch
+async def test_a_join_that_lands_after_the_clean_up_undoes_itself(
+    api: Api, app, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
 ) -> None:
-    """Every attempt loses to a new join: after its bounded retries the gateway answers
-    CONFLICT, and the room is left whole with every participant listing it."""
+    """The other order: the joiner read the room before the delete, and writes its rows
+    after the clean-up read the participants. Its own check then sees the room gone:
+    NOT_FOUND, and nothing of the join is left."""
+    db = app[SERVICES].db
     creator = await api.sign_up("owner")
-    joiners = [await api.sign_up("busy") for _ in range(DELETE_ATTEMPTS)]
+    late = await api.sign_up("late")
+    name = await create_room(api, creator)
+    original = MemberStore.add
+
+    async def delete_first(self: MemberStore, room_id: object, login: str, joined_at: object) -> bool:
+        if login == late.login:
+            await api.ok(DELETE, {"n": name}, token=creator.token)
+        return await original(self, room_id, login, joined_at)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MemberStore, "add", delete_first)
+    error = await api.error(JOIN, {"n": name}, token=late.token)
+    assert error["extensions"] == {"code": "NOT_FOUND", "field": "name"}
+    rows = await db.execute("SELECT room_name FROM user_rooms WHERE login = ?", (late.login,))
+    assert rows.rows == []
+    assert await user_rooms(api, late.login) == []
+
+
+async def test_a_busy_room_is_deleted_at_the_first_attempt(api: Api) -> None:
+    """Joins and leaves no longer touch the delete's condition: a deletion racing a
+    stream of joins and leaves applies without CONFLICT and leaves nobody listing it."""
+    creator = await api.sign_up("owner")
+    people = await asyncio.gather(*(api.sign_up("busy") for _ in range(12)))
     name = await create_room(api, creator, banner="busy")
-    original = RoomStore.delete_if_unchanged
-    calls = 0
-
-    async def join_every_time(self: RoomStore, room: RoomRecord, creator_login: str) -> DeleteOutcome:
-        nonlocal calls
-        await api.ok(JOIN, {"n": name}, token=joiners[calls].token)
-        calls += 1
-        return await original(self, room, creator_login)
-
-    monkeypatch.setattr(RoomStore, "delete_if_unchanged", join_every_time)
-    error = await api.error(DELETE, {"n": name}, token=creator.token)
-    monkeypatch.undo()
-    assert error["extensions"] == {"code": "CONFLICT", "field": "name"}
-    assert calls == DELETE_ATTEMPTS
-    room = (await api.ok(ROOM, {"n": name}))["room"]
-    assert room["banner"] == "busy"
-    assert room["participantCount"] == DELETE_ATTEMPTS + 1
-    for login in [creator.login, *(j.login for j in joiners)]:
-        assert await user_rooms(api, login) == [name]
-    assert (await api.ok(DELETE, {"n": name}, token=creator.token))["deleteRoom"] is True
+    for person in people[:6]:
+        await api.ok(JOIN, {"n": name}, token=person.token)
+    churn = [api.call(LEAVE, {"n": name}, token=p.token) for p in people[:6]]
+    churn += [api.call(JOIN, {"n": name}, token=p.token) for p in people[6:]]
+    *_, deletion = await asyncio.gather(*churn, api.call(DELETE, {"n": name}, token=creator.token))
+    assert deletion.errors == []
+    assert deletion.extensions["cql"]["lwtRetries"] == 0
+    for login in [creator.login, *(p.login for p in people)]:
+        assert await user_rooms(api, login) == []

@@ -19,6 +19,8 @@ from tests.cli import run_cli
         ("GATEWAY_QUERY_METRICS", "maybe", "GATEWAY_QUERY_METRICS must be 1/0, true/false, yes/no or on/off"),
         ("GATEWAY_REDIS_PORT", "70000", "GATEWAY_REDIS_PORT must be a port number, got 70000"),
         ("MAIL_BUCKET", "week", "MAIL_BUCKET must be 'month', 'day' or '<N>s', got 'week'"),
+        ("GATEWAY_BROKER_URL", "localhost:6379", "GATEWAY_BROKER_URL must be redis://host:port/db"),
+        ("GATEWAY_DRAIN_SECONDS", "-1", "GATEWAY_DRAIN_SECONDS must be 0 or more, got -1.0"),
     ],
 )
 async def test_cli_names_the_bad_variable(

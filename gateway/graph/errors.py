@@ -24,7 +24,15 @@ from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
 
 from gateway.db.session import CassandraUnavailable
-from gateway.errors import BadUserInput, Conflict, Forbidden, GatewayError, NotFound, Unauthenticated
+from gateway.errors import (
+    BadUserInput,
+    BrokerUnavailable,
+    Conflict,
+    Forbidden,
+    GatewayError,
+    NotFound,
+    Unauthenticated,
+)
 
 log = logging.getLogger("gateway.errors")
 
@@ -41,6 +49,7 @@ CODES: dict[type[GatewayError], str] = {
     NotFound: "NOT_FOUND",
     Conflict: "CONFLICT",
     QueryTooComplex: "QUERY_TOO_COMPLEX",
+    BrokerUnavailable: "UNAVAILABLE",
     GatewayError: "INTERNAL_SERVER_ERROR",
 }
 

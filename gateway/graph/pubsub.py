@@ -2,9 +2,9 @@
 
 Subscriptions (direct messages, room messages, discovered contacts) listen on
 named channels. :class:`InProcessPubSub` fans out inside one gateway process;
-a deployment with several processes replaces it with a broker-backed
-implementation of the same :class:`PubSub` protocol (Redis, NATS, ...), and
-nothing else changes.
+with several processes, :class:`gateway.graph.redis_pubsub.RedisPubSub`
+implements the same :class:`PubSub` protocol over a Redis broker, and nothing
+else changes.
 """
 
 from __future__ import annotations
@@ -14,19 +14,40 @@ import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+from gateway.errors import BrokerUnavailable
+
+__all__ = ["BrokerState", "BrokerUnavailable", "InProcessPubSub", "PubSub"]
 
 log = logging.getLogger(__name__)
 
 _CLOSED = object()
 
+#: ``in-process``: no broker; ``ok``: the broker answers; ``unreachable``: it does not (yet).
+BrokerState = Literal["in-process", "ok", "unreachable"]
+
 
 class PubSub(Protocol):
-    async def publish(self, channel: str, message: Any) -> None: ...
+    async def publish(self, channel: str, message: Any) -> None:
+        """Deliver ``message`` to the channel's subscribers; never raises for a lost broker."""
+        ...
 
-    def subscribe(self, channel: str) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Any]]: ...
+    def subscribe(self, channel: str) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Any]]:
+        """Messages published from entry on. Raises :class:`BrokerUnavailable` on entry, or
+        from the iterator, when the broker is lost."""
+        ...
 
-    def close(self, channel: str) -> None: ...
+    def close(self, channel: str) -> None:
+        """End every subscription of ``channel``, after the messages already published."""
+        ...
+
+    @property
+    def state(self) -> BrokerState: ...
+
+    async def start(self) -> None: ...
+
+    async def aclose(self) -> None: ...
 
 
 class InProcessPubSub:
@@ -40,6 +61,17 @@ class InProcessPubSub:
     def __init__(self, queue_size: int = 1000) -> None:
         self._queue_size = queue_size
         self._subscribers: dict[str, set[asyncio.Queue[Any]]] = defaultdict(set)
+
+    @property
+    def state(self) -> BrokerState:
+        return "in-process"
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        for channel in list(self._subscribers):
+            self.close(channel)
 
     async def publish(self, channel: str, message: Any) -> None:
         for queue in list(self._subscribers.get(channel, ())):

@@ -12,9 +12,10 @@ from strawberry.types import Info
 from gateway.errors import NotFound
 from gateway.graph.context import context_of
 from gateway.graph.node import Node, global_id
-from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.pagination import Connection, Edge, PageInfo, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.messenger import rules
+from gateway.messenger.cursors import edges_by_recency, spot_cursor, spot_position
 from gateway.messenger.events import message_events, publish_message
 from gateway.messenger.loaders import partner_loader
 from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
@@ -30,6 +31,7 @@ from gateway.users.schema import (
 )
 
 MESSAGES_PAGE = 50
+TALK_PARTNERS_PAGE = 50
 
 WithArgument = Annotated[str, strawberry.argument(name="with", description="The other user's login.")]
 
@@ -214,10 +216,28 @@ async def _other_user(info: Info, viewer: str, login: str, field: str) -> str:
 class MessengerMe:
     login: strawberry.Private[str]
 
-    @strawberry.field(description="Everyone you have talked with, most recent conversation first.")
-    async def talk_partners(self, info: Info) -> list[TalkPartner]:
-        records = await context_of(info).store(MessengerStore).partners(self.login)
-        return await TalkPartner.list_of(info, records)
+    @strawberry.field(
+        description="Everyone you have talked with, most recent conversation first. Someone who "
+        "writes to you while you page moves to the top: a fresh first page shows them, later pages "
+        "never repeat them."
+    )
+    async def talk_partners(
+        self, info: Info, first: int | None = TALK_PARTNERS_PAGE, after: str | None = None
+    ) -> Connection[TalkPartner]:
+        size = page_size(info, first, TALK_PARTNERS_PAGE)
+        page = await context_of(info).store(MessengerStore).partners_page(
+            self.login, first=size, after=spot_position(after)
+        )
+        edges = edges_by_recency(page)
+        nodes = await TalkPartner.list_of(info, [record for _, record in edges])
+        return Connection(
+            edges=[Edge(cursor=cursor, node=node) for (cursor, _), node in zip(edges, nodes, strict=True)],
+            page_info=PageInfo(
+                has_next_page=page.has_next,
+                end_cursor=spot_cursor(page.end) if page.end else None,
+                start_cursor=edges[0][0] if edges else None,
+            ),
+        )
 
     @strawberry.field(description="Your conversation with `with` (empty when you never talked).")
     async def conversation(self, info: Info, with_: WithArgument) -> Conversation:

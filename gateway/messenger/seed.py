@@ -25,7 +25,7 @@ async def seed_messenger(db: Database, settings: Settings) -> int:
     Alice then reads Bob's messages, so the main view shows read and unread partners.
     """
     store = MessengerStore(db, settings)
-    if await store.partners("alice"):
+    if (await store.partner("alice", "bob")).last_message is not None:
         return 0
     for sender, recipient, content in DEMO_MESSAGES:
         await store.send(sender, recipient, content)

@@ -7,8 +7,10 @@ Sending a message, in order:
    ``clientMessageId`` claim if there is one (``unread.py``); a key claimed
    before yields the earlier message instead, and nothing is counted;
 3. one logged batch writes the message, its bucket in the conversation's bucket
-   index and the last-message cell of both talk-partner rows, every cell
-   ``USING TIMESTAMP`` = the message's time.
+   index, the last-message cell of both talk-partner rows and, when the pair
+   changes slot, its rows in both activity partitions (``activity.py``), every
+   cell ``USING TIMESTAMP`` = the message's time. The old slot comes from the
+   pair's last message as this process remembers it, else from one read.
 
 Step 3 is a replay-safe write: the same message id gives the same partitions,
 keys, values and timestamps, so writing it twice is writing it once. That is how
@@ -25,6 +27,7 @@ from uuid import UUID
 from gateway.db import clock, timeline
 from gateway.db.clock import micros_of, new_timeuuid, time_of
 from gateway.db.session import Database, Row
+from gateway.messenger.activity import ActivityIndex, Spot
 from gateway.messenger.model import (
     LastMessage,
     MessageRecord,
@@ -46,8 +49,26 @@ _CONVERSATION = timeline.BucketedTimeline(
     newest_first=True,
 )
 
-#: Talk-partner rows read per page of the main view's partition slice.
-PARTNER_FETCH_SIZE = 1000
+#: Activity rows read beyond a page, so that a few stale rows do not cut it short.
+PAGE_SLACK = 4
+#: Slices one page may read when stale rows left it short; past it the page is
+#: returned short, with ``has_next``.
+MAX_SLICES_PER_PAGE = 3
+
+_LAST_MESSAGE = (
+    "SELECT last_message FROM talk_partners"
+    " WHERE owner = ? AND row_kind = 0 AND partner = ? AND client_message_id = ''"
+)
+
+
+@dataclass(frozen=True)
+class PartnerPage:
+    """A page of talk partners in scan order, each with its place in the activity partition."""
+
+    items: list[tuple[Spot, PartnerRecord]]
+    has_next: bool
+    #: Where the next page starts: past the last row this page consumed.
+    end: Spot | None
 
 
 @dataclass(frozen=True)
@@ -64,6 +85,7 @@ class MessengerStore:
         self.settings = settings
         self.granularity = timeline.validate_granularity(settings.messenger_bucket)
         self.unread = UnreadLedger(db, lock_wait_seconds=2 * settings.request_timeout)
+        self.activity = ActivityIndex(db, settings.messenger_activity_slot)
 
     def bucket_of(self, message_id: UUID) -> int:
         return timeline.bucket_of_timeuuid(message_id, self.granularity)
@@ -78,6 +100,8 @@ class MessengerStore:
         counted = await self.unread.count_received(
             recipient, sender, message_id, time_of(message_id), client_message_id
         )
+        if counted.previous is not None:
+            self.activity.remember(conversation_id(sender, recipient), counted.previous.message_id)
         if not counted.counted_now:
             stored = await self.message(conversation_id(sender, recipient), counted.message_id)
             if stored is not None:
@@ -87,12 +111,14 @@ class MessengerStore:
         return Sent(message, stored_now=True)
 
     async def write_message(self, message: MessageRecord) -> None:
-        """Write the message, its bucket and both last-message cells in one logged batch.
+        """Write the message, its bucket, both last-message cells and the pair's
+        activity rows in one logged batch.
 
-        Logged because the four writes go to four partitions: once Cassandra
+        Logged because the writes go to several partitions: once Cassandra
         accepts the batch, the batchlog sees every one of them applied, so a
         message is never left without the bucket-index entry that makes it
-        reachable by paging, nor without the talk-partner rows that list it.
+        reachable by paging, nor without the talk-partner and activity rows
+        that list it.
 
         ``USING TIMESTAMP`` is the message's own time: for the last-message cell
         the newest message wins whichever batch lands last, and a replay of the
@@ -102,6 +128,7 @@ class MessengerStore:
         bucket = self.bucket_of(message.id)
         micros = micros_of(message.id)
         last = (message.id, message.sender, message.content)
+        previous = await self._last_message_before(conversation, message)
         set_last = (
             "UPDATE talk_partners USING TIMESTAMP ? SET last_message = ?"
             " WHERE owner = ? AND row_kind = 0 AND partner = ? AND client_message_id = ''"
@@ -125,9 +152,26 @@ class MessengerStore:
                 _CONVERSATION.add_bucket((conversation,), bucket, timestamp=micros),
                 (set_last, (micros, last, message.sender, message.recipient)),
                 (set_last, (micros, last, message.recipient, message.sender)),
+                *self.activity.move(message.sender, message.recipient, message.id, previous),
             ],
             logged=True,
         )
+        if previous is not None:
+            self.activity.remember(conversation, previous)
+        self.activity.remember(conversation, message.id)
+
+    async def _last_message_before(self, conversation: str, message: MessageRecord) -> UUID | None:
+        """The pair's last message as this process knows it, else as stored.
+
+        Remembered ids may be behind another process's sends; the move then
+        leaves a stale row behind, which readers skip and delete.
+        """
+        known, last_id = self.activity.known_last(conversation)
+        if known:
+            return last_id
+        row = (await self.db.execute(_LAST_MESSAGE, (message.sender, message.recipient))).one()
+        last = row["last_message"] if row else None
+        return last[0] if last else None
 
     # -- reading messages ---------------------------------------------------
 
@@ -149,23 +193,45 @@ class MessengerStore:
 
     # -- talk partners ------------------------------------------------------
 
-    async def partners(self, owner: str) -> list[PartnerRecord]:
-        """Every talk partner of ``owner``, most recent conversation first.
+    async def partners_page(self, owner: str, *, first: int, after: Spot | None) -> PartnerPage:
+        """``owner``'s talk partners from ``after`` on, most recent slot first.
 
-        One slice of one partition (paged by the driver past 1000 partners);
-        the order is by the last message's timeuuid, sorted here because a
-        clustering order by time would need a delete and an insert per message,
-        which race with each other.
+        One slice of the activity partition (``first + 1 + PAGE_SLACK`` rows)
+        and one ``IN`` read of the pairs' rows; a row whose slot is not its
+        pair's current slot is skipped and deleted in the background, and when
+        such rows left the page short, the next slice is read (at most
+        ``MAX_SLICES_PER_PAGE``). Within a slot the order is the activity
+        partition's; the caller orders a page by the last message's time.
         """
-        rows = await self.db.execute_all(
-            f"SELECT {_PARTNER_COLUMNS} FROM talk_partners WHERE owner = ? AND row_kind = 0",
-            (owner,),
-            fetch_size=PARTNER_FETCH_SIZE,
-        )
-        records = [_partner(owner, row) for row in rows]
-        records.sort(key=lambda r: r.partner)
-        records.sort(key=lambda r: micros_of(r.last_message.id) if r.last_message else -1, reverse=True)
-        return records
+        if first == 0:
+            return PartnerPage([], bool(await self.activity.slice(owner, after, 1)), after)
+        found: list[tuple[Spot, PartnerRecord]] = []
+        position = after
+        limit = first + 1 + PAGE_SLACK
+        exhausted = False
+        for _ in range(MAX_SLICES_PER_PAGE):
+            spots = await self.activity.slice(owner, position, limit)
+            exhausted = len(spots) < limit
+            records = await self.partners_among(owner, [spot.partner for spot in spots])
+            stale: list[tuple[Spot, UUID]] = []
+            for spot in spots:
+                record = records[spot.partner]
+                last = record.last_message
+                if last is None:
+                    continue  # its send's batch is still landing
+                if self.activity.slot_of(last.id) == spot.slot:
+                    found.append((spot, record))
+                else:
+                    stale.append((spot, last.id))
+            self.activity.delete_stale(owner, stale)
+            if spots:
+                position = spots[-1]
+            if len(found) > first or exhausted:
+                break
+        items = found[:first]
+        has_next = len(found) > first or not exhausted
+        end = items[-1][0] if len(found) > first else position
+        return PartnerPage(items, has_next, end if has_next else (items[-1][0] if items else None))
 
     async def partner(self, owner: str, partner: str) -> PartnerRecord:
         """``owner``'s row for ``partner``; an empty one when they never talked."""

@@ -44,7 +44,7 @@ KNOWN_UNREAD_ENTRIES = 10_000
 
 _PARTNER_KEY = "owner = ? AND row_kind = 0 AND partner = ? AND client_message_id = ''"
 
-_READ_UNREAD = f"SELECT unread FROM talk_partners WHERE {_PARTNER_KEY}"
+_READ_UNREAD = f"SELECT unread, last_message FROM talk_partners WHERE {_PARTNER_KEY}"
 _FIRST_UNREAD = f"UPDATE talk_partners SET unread = 1, unread_since = ? WHERE {_PARTNER_KEY}"
 _FIRST_UNREAD_FROM_NULL = f"{_FIRST_UNREAD} IF unread = null"
 _FIRST_UNREAD_FROM_ZERO = f"{_FIRST_UNREAD} IF unread = ?"
@@ -64,6 +64,15 @@ class Counted:
     #: False when the ``clientMessageId`` was claimed before: ``message_id`` is
     #: the message that earlier send stored, and nothing was counted now.
     counted_now: bool
+    #: The pair's last message before this send, when the ledger had to read the
+    #: row anyway (its unread count was not known): the store then needs no read
+    #: of its own to find the pair's old activity slot.
+    previous: PreviousLast | None = None
+
+
+@dataclass(frozen=True)
+class PreviousLast:
+    message_id: UUID | None
 
 
 class UnreadLedger:
@@ -74,7 +83,7 @@ class UnreadLedger:
         self.locks = KeyedLocks(lock_wait_seconds)
         self._known: OrderedDict[tuple[str, str], int | None] = OrderedDict()
 
-    async def _seen(self, owner: str, partner: str) -> int | None:
+    async def _seen(self, owner: str, partner: str) -> tuple[int | None, PreviousLast | None]:
         """The "read" half of the compare-and-set: the value this process last saw, else a read.
 
         Every write of this process to the partition runs under its lock, so the
@@ -85,9 +94,12 @@ class UnreadLedger:
         """
         key = (owner, partner)
         if key in self._known:
-            return self._known[key]
+            return self._known[key], None
         row = (await self.db.execute(_READ_UNREAD, (owner, partner))).one()
-        return row["unread"] if row else None
+        if row is None:
+            return None, PreviousLast(None)
+        last = row["last_message"]
+        return row["unread"], PreviousLast(last[0] if last else None)
 
     def _remember(self, owner: str, partner: str, value: int | None) -> None:
         key = (owner, partner)
@@ -112,7 +124,7 @@ class UnreadLedger:
         ``unread_since`` is set when the count leaves 0 and kept while it grows.
         """
         async with self.locks.hold(recipient):
-            seen = await self._seen(recipient, sender)
+            seen, previous = await self._seen(recipient, sender)
 
             async def attempt() -> Counted | None:
                 nonlocal seen
@@ -127,7 +139,7 @@ class UnreadLedger:
                     result = await self.db.batch([claim, increment])
                 if result.applied:
                     self._remember(recipient, sender, (seen or 0) + 1)
-                    return Counted(message_id, counted_now=True)
+                    return Counted(message_id, counted_now=True, previous=previous)
                 seen = _unread_in(result.rows)
                 self._remember(recipient, sender, seen)
                 for current in result.rows:

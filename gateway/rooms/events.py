@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
+from typing import Any
+from uuid import UUID
 
+from gateway.graph.codec import EventType
 from gateway.rooms.history import RoomMessageRecord
 from gateway.rooms.store import RoomRecord
 
@@ -37,3 +41,60 @@ class RoomEvent:
 
 def room_channel(name: str) -> str:
     return f"room:{name}:messages"
+
+
+def _room_to_json(room: RoomRecord) -> dict[str, Any]:
+    return {
+        "name": room.name,
+        "id": str(room.id),
+        "creator": room.creator_login,
+        "createdAt": room.created_at.isoformat(),
+        "banner": room.banner,
+    }
+
+
+def _room_from_json(data: dict[str, Any]) -> RoomRecord:
+    return RoomRecord(
+        name=data["name"],
+        id=UUID(data["id"]),
+        creator_login=data["creator"],
+        created_at=datetime.fromisoformat(data["createdAt"]),
+        banner=data["banner"],
+    )
+
+
+def _event_to_json(event: RoomEvent) -> dict[str, Any]:
+    message = event.message
+    return {
+        "kind": event.kind.value,
+        "login": event.login,
+        "room": _room_to_json(event.room),
+        "message": {
+            "id": str(message.id),
+            "author": message.author_login,
+            "content": message.content,
+            "system": message.system_message,
+        },
+    }
+
+
+def _event_from_json(data: dict[str, Any]) -> RoomEvent:
+    room = _room_from_json(data["room"])
+    message = data["message"]
+    return RoomEvent(
+        kind=RoomEventKind(data["kind"]),
+        message=RoomMessageRecord(
+            room_name=room.name,
+            room_id=room.id,
+            id=UUID(message["id"]),
+            author_login=message["author"],
+            content=message["content"],
+            system_message=bool(message["system"]),
+        ),
+        room=room,
+        login=data["login"],
+    )
+
+
+#: How a :class:`RoomEvent` crosses a broker.
+ROOM_EVENT = EventType("room", RoomEvent, _event_to_json, _event_from_json)

@@ -1,11 +1,13 @@
-"""Checking a client-supplied paging state before it reaches Cassandra.
+"""Checking a client-supplied paging state, and reading the room name it holds.
 
-The ``rooms`` cursor carries the driver's paging state, so it comes back from
-clients, who may alter it. Cassandra answers a paging state it cannot parse
-with a *protocol* error, on which the driver closes the connection and marks
-the node down: one forged cursor would cut the gateway off from Cassandra. So
-the state is parsed here and sent re-encoded from its parsed parts, never as
-the bytes received.
+``rooms`` cursors issued by earlier gateways carry the driver's paging state,
+and come back from clients, who may alter them. Cassandra answers a paging
+state it cannot parse with a *protocol* error, on which the driver closes the
+connection and marks the node down: one forged cursor would cut the gateway
+off from Cassandra. Today's cursors hold a room name and the gateway never
+sends a client's paging state to Cassandra; an older cursor is parsed here
+and only the room name it holds is used (:func:`paging_state_key`), so a
+forged one is ``BAD_USER_INPUT`` and never reaches the driver.
 
 The format (Cassandra's ``PagingState``, protocol v4 and later), for the rooms
 table, whose partition key is the room name and which has no clustering
@@ -54,6 +56,14 @@ def _write_unsigned_vint(value: int) -> bytes:
     encoded = bytearray(value.to_bytes(size, "big"))
     encoded[0] |= ~(0xFF >> (size - 1)) & 0xFF
     return bytes(encoded)
+
+
+def paging_state_key(raw: bytes, key_pattern: re.Pattern[str]) -> str:
+    """The room name a rooms-scan paging state continues after; raises
+    :class:`InvalidPagingState` unless ``raw`` is one whose key matches ``key_pattern``."""
+    checked = checked_paging_state(raw, key_pattern)
+    key_length, offset = _read_unsigned_vint(checked, 0)
+    return checked[offset : offset + key_length].decode("ascii")
 
 
 def checked_paging_state(raw: bytes, key_pattern: re.Pattern[str]) -> bytes:

@@ -19,11 +19,18 @@ from gateway.graph.pagination import (
 )
 from gateway.graph.selection import selects
 from gateway.rooms import rules
-from gateway.rooms.cursors import scan_cursor, scan_position
+from gateway.rooms.cursors import (
+    decode_login_cursor,
+    decode_scan_cursor,
+    decode_user_room_cursor,
+    login_cursor,
+    scan_cursor,
+    user_room_cursor,
+)
 from gateway.rooms.events import RoomEvent, room_channel
 from gateway.rooms.history import RoomHistory, RoomMessageRecord
-from gateway.rooms.loaders import room_loader
-from gateway.rooms.paging_state import InvalidPagingState
+from gateway.rooms.loaders import participant_count_loader, room_loader, user_rooms_loader
+from gateway.rooms.members import MemberStore
 from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomRecord, RoomStore
 from gateway.users.schema import (
@@ -31,17 +38,22 @@ from gateway.users.schema import (
     User,
     prefetched_user,
     prefetched_user_or_none,
-    prefetched_users,
     users_by_login,
 )
 
 ROOMS_PAGE = 20
+USER_ROOMS_PAGE = 20
+PARTICIPANTS_PAGE = 50
 MESSAGES_PAGE = 50
 
 
 def service(context: Context) -> RoomService:
     return RoomService(
-        context.db, context.store(RoomStore), context.store(RoomHistory), context.pubsub
+        context.db,
+        context.store(RoomStore),
+        context.store(MemberStore),
+        context.store(RoomHistory),
+        context.pubsub,
     )
 
 
@@ -53,17 +65,10 @@ class Room(Node):
     def _creator(self, info: Info) -> User | Awaitable[User]:
         return prefetched_user(info, self._users, self._record.creator_login)
 
-    def _participants(self, info: Info) -> list[User] | Awaitable[list[User]]:
-        return prefetched_users(info, self._users, sorted(self._record.participants))
-
     name: str
     banner: str | None
     created_at: datetime
     creator: User = strawberry.field(resolver=_creator, graphql_type=User)
-    participants: list[User] = strawberry.field(
-        resolver=_participants, graphql_type=list[User], description="Ordered by login."
-    )
-    participant_count: int
     _record: strawberry.Private[RoomRecord]
     #: Users prefetched by ``list_of``.
     _users: strawberry.Private[Prefetched] = None
@@ -75,22 +80,36 @@ class Room(Node):
             name=record.name,
             banner=record.banner,
             created_at=record.created_at,
-            participant_count=len(record.participants),
             _record=record,
             _users=users,
         )
 
     @classmethod
     async def list_of(cls, info: Info, records: list[RoomRecord]) -> list[Room]:
-        """Rooms of a list, with the creators and participants the query selects
-        loaded in one batch for the whole list."""
-        logins: set[str] = set()
+        """Rooms of a list, with the creators the query selects loaded in one batch."""
+        users = None
         if selects(info, "creator"):
-            logins.update(r.creator_login for r in records)
-        if selects(info, "participants"):
-            logins.update(login for r in records for login in r.participants)
-        users = await users_by_login(info, logins) if logins else None
+            users = await users_by_login(info, (r.creator_login for r in records))
         return [cls.of(record, users) for record in records]
+
+    @strawberry.field(description="How many users are in the room.")
+    async def participant_count(self, info: Info) -> int:
+        return await context_of(info).loader(participant_count_loader).load(self._record.id)
+
+    @strawberry.field(description="Who is in the room, ordered by login.")
+    async def participants(
+        self, info: Info, first: int | None = PARTICIPANTS_PAGE, after: str | None = None
+    ) -> Connection[User]:
+        size = page_size(info, first, PARTICIPANTS_PAGE)
+        start = decode_login_cursor(after)
+        if size == 0:
+            return Connection.empty()
+        page = await context_of(info).store(MemberStore).participants(self._record.id, size, start)
+        users = await users_by_login(info, page.items) if page.items else {}
+        return Connection.of(
+            [(login_cursor(login), users[login]) for login in page.items if login in users],
+            page.has_next,
+        )
 
     @strawberry.field(
         description="Newest first. Participants only: FORBIDDEN for others, UNAUTHENTICATED when "
@@ -103,7 +122,7 @@ class Room(Node):
         size = page_size(info, first, MESSAGES_PAGE)
         position = decode_position(after)
         viewer = await context.require_viewer()
-        if viewer not in self._record.participants:
+        if not await context.store(MemberStore).is_participant(self._record.id, viewer):
             raise Forbidden(f"Join '{self.name}' to read its messages.")
         page = await context.store(RoomHistory).page(
             self.name, self._record.id, first=size, after=position
@@ -169,37 +188,38 @@ class RoomQuery:
         return await room_node(info, name)
 
     @strawberry.field(
-        description="Every room, in the table's storage order (not alphabetical); the cursor is "
-        "Cassandra's own paging state."
+        description="Every room, in the table's storage order (not alphabetical). Rooms created "
+        "or deleted while paging never shift a page."
     )
     async def rooms(
         self, info: Info, first: int | None = ROOMS_PAGE, after: str | None = None
     ) -> Connection[Room]:
         size = page_size(info, first, ROOMS_PAGE)
-        start = scan_position(after)
+        start = decode_scan_cursor(after)
         if size == 0:
             return Connection.empty()
-        try:
-            page = await context_of(info).store(RoomStore).scan(size, start)
-        except InvalidPagingState as exc:
-            raise BadUserInput("after", "Invalid cursor.") from exc
-        found = [(pos, record) for pos, record in page.rooms if record is not None]
-        rooms = await Room.list_of(info, [record for _, record in found])
-        return Connection.of(
-            [(scan_cursor(pos), room) for (pos, _), room in zip(found, rooms, strict=True)], page.has_next
-        )
+        page = await context_of(info).store(RoomStore).scan(size, start)
+        found = [record for _, record in page.rooms if record is not None]
+        rooms = await Room.list_of(info, found)
+        return Connection.of([(scan_cursor(room.name), room) for room in rooms], page.has_next)
 
 
 @strawberry.type
 class RoomMutation:
-    @strawberry.mutation(description="Create a room and join it. CONFLICT when the name is taken.")
+    @strawberry.mutation(
+        description="Create a room and join it. CONFLICT when the name is taken or you are in as "
+        "many rooms as allowed."
+    )
     async def create_room(self, info: Info, name: str, banner: str | None = None) -> Room:
         context = context_of(info)
         viewer = await context.require_viewer()
         record = await service(context).create(viewer, rules.room_name(name), rules.banner(banner))
         return Room.of(record)
 
-    @strawberry.mutation(description="Join a room; joining twice is harmless. NOT_FOUND if it is gone.")
+    @strawberry.mutation(
+        description="Join a room; joining twice is harmless. NOT_FOUND if it is gone, CONFLICT if it "
+        "is full or you are in as many rooms as allowed."
+    )
     async def join_room(self, info: Info, name: str) -> Room:
         context = context_of(info)
         viewer = await context.require_viewer()
@@ -213,8 +233,7 @@ class RoomMutation:
 
     @strawberry.mutation(
         description="Delete a room you created: it leaves every participant's rooms and its history "
-        "is erased. FORBIDDEN unless you are its creator, NOT_FOUND if it is gone, CONFLICT if "
-        "people kept joining or leaving while it was being deleted."
+        "is erased. FORBIDDEN unless you are its creator, NOT_FOUND if it is gone."
     )
     async def delete_room(self, info: Info, name: str) -> bool:
         context = context_of(info)
@@ -247,7 +266,7 @@ class RoomSubscription:
             record = await context.store(RoomStore).get(name)
             if record is None:
                 raise NotFound(f"No room '{name}'.", field="room")
-            if viewer not in record.participants:
+            if not await context.store(MemberStore).is_participant(record.id, viewer):
                 raise Forbidden(f"Join '{name}' to follow its messages.", field="room")
             async for event in events:
                 if not isinstance(event, RoomEvent) or event.room.id != record.id:
@@ -265,18 +284,22 @@ class RoomUser:
     login: strawberry.Private[str]
 
     @strawberry.field(
-        description="The rooms this user is in, by name. Rooms that no longer exist are never listed."
+        description="The rooms this user is in, by name. Rooms that no longer exist are never listed "
+        "(a page may then hold fewer than `first` rooms)."
     )
-    async def rooms(self, info: Info) -> list[Room]:
-        context = context_of(info)
-        store = context.store(RoomStore)
-        memberships = await store.memberships(self.login)
-        records = await context.loader(room_loader).load_many([m.room_name for m in memberships])
-        current: list[RoomRecord] = []
-        for membership, record in zip(memberships, records, strict=True):
-            if record is not None and self.login in record.participants:
-                current.append(record)
-            else:
-                # Left behind by a deletion (or a leave) that a reader saw half done.
-                await store.forget_stale_membership(self.login, membership)
-        return await Room.list_of(info, current)
+    async def rooms(
+        self, info: Info, first: int | None = USER_ROOMS_PAGE, after: str | None = None
+    ) -> Connection[Room]:
+        size = page_size(info, first, USER_ROOMS_PAGE)
+        start = decode_user_room_cursor(after)
+        if size == 0:
+            return Connection.empty()
+        page = await context_of(info).loader(user_rooms_loader).load((self.login, size, start))
+        rooms = await Room.list_of(info, [record for _, record in page.rooms])
+        return Connection.of(
+            [
+                (user_room_cursor(row.room_name, row.room_id), room)
+                for (row, _), room in zip(page.rooms, rooms, strict=True)
+            ],
+            page.has_next,
+        )

@@ -6,6 +6,7 @@ from gateway.db.session import Database
 from gateway.errors import Conflict
 from gateway.graph.pubsub import InProcessPubSub
 from gateway.rooms.history import RoomHistory
+from gateway.rooms.members import MemberStore
 from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomStore
 from gateway.settings import Settings
@@ -38,7 +39,9 @@ DEMO_ROOMS: list[tuple[str, str, str, list[str], list[tuple[str, str]]]] = [
 async def seed_rooms(db: Database, settings: Settings) -> list[str]:
     """Create the demo rooms that do not exist yet (with their first messages) and make
     sure the demo users are in them; returns the names created."""
-    service = RoomService(db, RoomStore(db, settings), RoomHistory(db, settings), InProcessPubSub())
+    service = RoomService(
+        db, RoomStore(db, settings), MemberStore(db, settings), RoomHistory(db, settings), InProcessPubSub()
+    )
     created = []
     for name, banner, creator, joiners, messages in DEMO_ROOMS:
         try:

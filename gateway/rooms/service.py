@@ -1,30 +1,36 @@
 """The room life cycle: create, join, leave, delete, post, each announced to subscribers.
 
 The acting login is always the caller's authenticated user. Every step that
-touches two partitions is ordered so that an interruption leaves only what
-readers repair: a membership row is written after the room's participants
-set accepted the user, and removed after (or with) the user's removal.
+touches several partitions is ordered so that an interruption leaves only what
+readers skip and repair (see ``gateway.rooms.members`` for the order of writes
+and why a join racing a deletion leaves no member listing a dead room).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import asyncio
+import random
 
 from gateway.db import clock
 from gateway.db.clock import new_timeuuid
 from gateway.db.lwt import compare_and_set
 from gateway.db.session import CassandraUnavailable, ContentionExhausted, Database
-from gateway.errors import Conflict, Forbidden, NotFound
+from gateway.errors import Conflict, Forbidden, GatewayError, NotFound
 from gateway.graph.pubsub import PubSub
 from gateway.rooms.events import RoomEvent, RoomEventKind, room_channel
 from gateway.rooms.history import RoomHistory, RoomMessageRecord
+from gateway.rooms.members import MemberStore, UserRoom
 from gateway.rooms.store import RoomRecord, RoomStore
 
-#: Conditional-delete attempts before answering CONFLICT. Each lost attempt is
-#: a join or leave that landed between our read and our delete; the failed
-#: attempt returns the new participants, so the next one is usually final.
-#: Jittered back-off (see ``gateway.db.lwt``) keeps the total well under a second.
-DELETE_ATTEMPTS = 8
+#: Conditional-delete attempts before answering CONFLICT. An attempt loses only
+#: when the room was deleted and created again between our read and our
+#: delete (its participants are no longer part of the condition).
+DELETE_ATTEMPTS = 3
+#: Attempts of a join that found a bound exceeded only because of joins racing it.
+#: Each lost attempt undoes its writes and waits a jittered, doubling delay, so
+#: racers for the last places spread out instead of all undoing together.
+ADMIT_ATTEMPTS = 6
+ADMIT_BASE_DELAY = 0.01
 
 
 def joins_text(login: str) -> str:
@@ -44,68 +50,129 @@ def deleted_text(login: str) -> str:
 
 
 class RoomService:
-    def __init__(self, db: Database, rooms: RoomStore, history: RoomHistory, pubsub: PubSub) -> None:
+    def __init__(
+        self, db: Database, rooms: RoomStore, members: MemberStore, history: RoomHistory, pubsub: PubSub
+    ) -> None:
         self.db = db
         self.rooms = rooms
+        self.members = members
         self.history = history
         self.pubsub = pubsub
+        self.max_participants = rooms.settings.room_max_participants
+        self.max_rooms = rooms.settings.rooms_per_user_max
 
     async def create(self, viewer: str, name: str, banner: str | None) -> RoomRecord:
-        """CONFLICT when the name is taken; the creator is the first participant."""
+        """CONFLICT when the name is taken, or when the creator is in as many rooms as
+        allowed (then the new room is deleted again); the creator is the first participant."""
         room = RoomRecord(
-            name=name,
-            id=new_timeuuid(),
-            creator_login=viewer,
-            created_at=clock.now(),
-            banner=banner,
-            participants=frozenset({viewer}),
+            name=name, id=new_timeuuid(), creator_login=viewer, created_at=clock.now(), banner=banner
         )
         if not await self.rooms.create(room):
             raise Conflict(f"The room name '{name}' is taken.", field="name")
-        await self.rooms.record_membership(viewer, name, room.created_at)
+        try:
+            await self._admit(room, viewer)
+        except GatewayError:
+            if (await self.rooms.delete(room, viewer)).applied:
+                await self.members.forget_room(room.id, name)
+            raise
         await self._announce(RoomEventKind.CREATED, room, viewer, created_text(viewer))
         return room
 
     async def join(self, viewer: str, name: str) -> RoomRecord:
-        """NOT_FOUND when the room is gone. Joining a room one is in changes nothing
-        but re-writes the membership row (repairing one lost by an interruption)."""
+        """NOT_FOUND when the room is gone, CONFLICT when it is full or the viewer is in
+        as many rooms as allowed. Joining a room one is in changes nothing but
+        re-writes the viewer's membership row (repairing one lost by an interruption)."""
         room = await self.rooms.get(name)
         if room is None:
             raise NotFound(f"No room '{name}'.", field="name")
-        if viewer in room.participants:
-            await self.rooms.record_membership(viewer, name, clock.now())
-            return room
-        if not await self.rooms.add_participant(name, viewer):
-            raise NotFound(f"No room '{name}'.", field="name")
-        await self.rooms.record_membership(viewer, name, clock.now())
-        joined = replace(room, participants=room.participants | {viewer})
-        await self._announce(RoomEventKind.JOINED, joined, viewer, joins_text(viewer))
-        return joined
+        if await self._admit(room, viewer):
+            await self._announce(RoomEventKind.JOINED, room, viewer, joins_text(viewer))
+        return room
+
+    async def _admit(self, room: RoomRecord, login: str) -> bool:
+        """Make ``login`` a participant; True when this call did (False: already one).
+
+        Writes first, then checks (the room still there, both bounds) and undoes
+        its writes when a check fails: the order that makes the checks exact
+        under concurrency (``gateway.rooms.members``). A full room, or a user at
+        the cap, is refused before any write; a bound found exceeded after the
+        write may be joins racing this one, so the join is tried again (bounded:
+        ``ADMIT_ATTEMPTS``), each time refused at once if the bound is reached.
+        """
+        membership = UserRoom(login, room.name, room.id)
+        delay = ADMIT_BASE_DELAY
+        for attempt in range(ADMIT_ATTEMPTS):
+            if await self.members.count(room.id) >= self.max_participants and not (
+                await self.members.is_participant(room.id, login)
+            ):
+                raise self._full(room)
+            if attempt and await self.members.rooms_of_count(login) >= self.max_rooms:
+                raise self._too_many_rooms()
+            joined_at = clock.now()
+            if not await self.members.add(room.id, login, joined_at):
+                await self.members.record(membership, joined_at)
+                return False
+            await asyncio.gather(
+                self.members.record(membership, joined_at), self.members.count_by(room.id, 1)
+            )
+            count, rooms_of_user, current = await asyncio.gather(
+                self.members.count(room.id), self.members.rooms_of_count(login), self.rooms.get(room.name)
+            )
+            if current is not None and current.id == room.id and count <= self.max_participants and (
+                rooms_of_user <= self.max_rooms
+            ):
+                return True
+            await self._withdraw(membership)
+            if current is None or current.id != room.id:
+                raise NotFound(f"No room '{room.name}'.", field="name")
+            if attempt + 1 == ADMIT_ATTEMPTS:
+                raise self._full(room) if count > self.max_participants else self._too_many_rooms()
+            self.db.count_lwt_retry()
+            await asyncio.sleep(random.uniform(0, delay))
+            delay *= 2
+        raise AssertionError("unreachable")
+
+    def _too_many_rooms(self) -> Conflict:
+        return Conflict(
+            f"You are in {self.max_rooms} rooms, the most allowed; leave one before joining another.",
+            field="name",
+        )
+
+    def _full(self, room: RoomRecord) -> Conflict:
+        return Conflict(
+            f"The room '{room.name}' is full ({self.max_participants} participants); "
+            "try again when someone leaves.",
+            field="name",
+        )
+
+    async def _withdraw(self, membership: UserRoom) -> bool:
+        """End a membership: the user's row first, then the participant row (the order
+        that never leaves a user listing a room they are not in). True when this
+        call ended it."""
+        await self.members.forget(membership)
+        if await self.members.remove(membership.room_id, membership.login):
+            await self.members.count_by(membership.room_id, -1)
+            return True
+        return False
 
     async def leave(self, viewer: str, name: str) -> bool:
-        """True when the viewer was a participant and left; False otherwise. A missing
-        room still loses its stale entry from the viewer's rooms."""
+        """True when the viewer was a participant and left; False otherwise."""
         room = await self.rooms.get(name)
         if room is None:
-            await self.rooms.forget_membership(viewer, name)
             return False
-        await self.rooms.leave(name, viewer)
-        if viewer not in room.participants:
+        if not await self._withdraw(UserRoom(viewer, name, room.id)):
             return False
-        left = replace(room, participants=room.participants - {viewer})
-        await self._announce(RoomEventKind.LEFT, left, viewer, leaves_text(viewer))
+        await self._announce(RoomEventKind.LEFT, room, viewer, leaves_text(viewer))
         return True
 
     async def delete(self, viewer: str, name: str) -> bool:
         """Delete the room if the viewer created it, then clean up after it.
 
-        The conditional delete is retried with the participants Cassandra
-        returns when it loses (bounded: ``DELETE_ATTEMPTS``, then CONFLICT). An
-        attempt whose outcome is unknown is simply sent again: finding the room
-        gone then means that attempt had deleted it. Afterwards the room leaves
-        every participant's rooms and its history is erased; that is not atomic
-        across partitions, and ``User.rooms`` skips and repairs what a reader
-        sees in between.
+        An attempt whose outcome is unknown is simply sent again: finding the
+        room gone then means that attempt had deleted it. Afterwards the room
+        leaves every participant's rooms (read page by page from its
+        participant rows) and its history is erased; that is not atomic across
+        partitions, and ``User.rooms`` skips what a reader sees in between.
         """
         found = await self.rooms.get(name)
         if found is None:
@@ -118,7 +185,7 @@ class RoomService:
             if room.creator_login != viewer:
                 raise Forbidden("Only the room's creator may delete it.", field="name")
             try:
-                outcome = await self.rooms.delete_if_unchanged(room, viewer)
+                outcome = await self.rooms.delete(room, viewer)
             except CassandraUnavailable:
                 outcome_unknown = True
                 return None
@@ -128,20 +195,17 @@ class RoomService:
                 if outcome_unknown:
                     return room
                 raise NotFound(f"No room '{name}'.", field="name")
-            if outcome.current.id != room.id:
-                reread = await self.rooms.get(name)
-                if reread is None:
-                    raise NotFound(f"No room '{name}'.", field="name")
-                room = reread
-            else:
-                room = outcome.current
+            reread = await self.rooms.get(name)
+            if reread is None:
+                raise NotFound(f"No room '{name}'.", field="name")
+            room = reread
             return None
 
         try:
             deleted = await compare_and_set(self.db, attempt, attempts=DELETE_ATTEMPTS, what="deleteRoom")
         except ContentionExhausted as exc:
             raise Conflict(
-                f"The participants of '{name}' kept changing; the room was not deleted. Try again.",
+                f"The room '{name}' kept being replaced while it was being deleted. Try again.",
                 field="name",
             ) from exc
         last_words = RoomMessageRecord(name, deleted.id, new_timeuuid(), None, deleted_text(viewer), True)
@@ -149,7 +213,7 @@ class RoomService:
             room_channel(name), RoomEvent(RoomEventKind.DELETED, last_words, deleted, viewer)
         )
         self.pubsub.close(room_channel(name))
-        await self.rooms.forget_memberships(name, deleted.participants | {viewer})
+        await self.members.forget_room(deleted.id, name)
         await self.history.erase(deleted.id)
         return True
 
@@ -158,7 +222,7 @@ class RoomService:
         room = await self.rooms.get(name)
         if room is None:
             raise NotFound(f"No room '{name}'.", field="room")
-        if viewer not in room.participants:
+        if not await self.members.is_participant(room.id, viewer):
             raise Forbidden(f"Join '{name}' before posting in it.", field="room")
         message = await self.history.append(room.name, room.id, viewer, content)
         await self.pubsub.publish(room_channel(name), RoomEvent(RoomEventKind.MESSAGE, message, room, viewer))

@@ -147,7 +147,7 @@ report.upload = {
 // The nine queries of a typical app; afterwards each must read back from the cache as it came.
 const TALK_PARTNERS = gql`
   query TalkPartners {
-    me { id talkPartners { id unreadCount lastMessage partner { id login } conversation { id unreadCount } } }
+    me { id talkPartners(first: 20) { nodes { id unreadCount lastMessage partner { id login } conversation { id unreadCount } } } }
   }
 `;
 const CONVERSATION = gql`
@@ -199,7 +199,7 @@ report.cacheWithoutIds = await readBack(
 
 // markConversationRead: the talk partner and the conversation agree in the cache afterwards.
 const before = alice.cache.readQuery({ query: TALK_PARTNERS });
-const partnerBefore = before.me.talkPartners.find((p) => p.partner.login === bobLogin);
+const partnerBefore = before.me.talkPartners.nodes.find((p) => p.partner.login === bobLogin);
 await alice.mutate({
   mutation: gql`
     mutation MarkRead($with: String!) {
@@ -209,7 +209,7 @@ await alice.mutate({
   variables: { with: bobLogin },
 });
 const after = alice.cache.readQuery({ query: TALK_PARTNERS });
-const partnerAfter = after.me.talkPartners.find((p) => p.partner.login === bobLogin);
+const partnerAfter = after.me.talkPartners.nodes.find((p) => p.partner.login === bobLogin);
 const conversationAfter = alice.cache.readQuery({ query: CONVERSATION, variables: { with: bobLogin } });
 report.markRead = {
   before: [partnerBefore.unreadCount, partnerBefore.conversation.unreadCount],

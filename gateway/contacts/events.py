@@ -1,0 +1,22 @@
+"""What ``contactDiscovered`` subscribers receive, and how it crosses a broker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.contacts.discovery import Discovery, contacts_channel
+from gateway.graph.codec import EventType
+
+__all__ = ["DISCOVERY", "contacts_channel"]
+
+
+def _to_json(discovery: Discovery) -> dict[str, Any]:
+    return {"network": discovery.network, "hash": discovery.identity_hash.hex(), "owner": discovery.owner}
+
+
+def _from_json(data: dict[str, Any]) -> Discovery:
+    return Discovery(network=data["network"], identity_hash=bytes.fromhex(data["hash"]), owner=data["owner"])
+
+
+#: The identity hash travels as hex; the clear identity never leaves the uploader's rows.
+DISCOVERY = EventType("contacts.discovery", Discovery, _to_json, _from_json)

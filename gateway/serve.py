@@ -1,0 +1,47 @@
+"""Serve the application on a port until SIGTERM or SIGINT, then drain and return.
+
+``reuse_port`` sets SO_REUSEPORT, so several worker processes
+(``gateway/workers.py``) listen on the same port and the kernel spreads new
+connections over them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from aiohttp import web
+
+from gateway.app import DRAIN
+from gateway.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: Seconds left for aiohttp to end what the drain deadline did not finish.
+FINAL_SHUTDOWN_SECONDS = 1.0
+
+
+async def serve(app: web.Application, settings: Settings, *, reuse_port: bool = False) -> None:
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=FINAL_SHUTDOWN_SECONDS)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port or None)
+        await site.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+        drain = app[DRAIN]
+        drain.begin()
+        log.info("stopping: no new connections; draining for at most %.0fs", settings.drain_seconds)
+        await site.stop()
+        await drain.finish(settings.drain_seconds)
+    finally:
+        await runner.cleanup()
+    log.info("stopped")
+
+
+def run(app: web.Application, settings: Settings, *, reuse_port: bool = False) -> None:
+    asyncio.run(serve(app, settings, reuse_port=reuse_port))

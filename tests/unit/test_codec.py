@@ -1,0 +1,65 @@
+"""Every event a domain publishes survives the broker's codec unchanged; nothing else passes."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from gateway.contacts.discovery import Discovery
+from gateway.db.clock import new_timeuuid
+from gateway.graph.codec import EventCodec, UnknownEvent
+from gateway.messenger.model import MessageRecord
+from gateway.rooms.events import RoomEvent, RoomEventKind
+from gateway.rooms.history import RoomMessageRecord
+from gateway.rooms.store import RoomRecord
+from gateway.schema import event_codec
+from gateway.users.events import SessionRevoked
+
+
+@pytest.fixture
+def codec() -> EventCodec:
+    return event_codec()
+
+
+def _room_event(kind: RoomEventKind, author: str | None) -> RoomEvent:
+    room = RoomRecord(
+        name="lobby",
+        id=uuid.uuid4(),
+        creator_login="alice",
+        created_at=datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
+        banner=None,
+    )
+    message = RoomMessageRecord("lobby", room.id, new_timeuuid(), author, "hi é 🎉", author is None)
+    return RoomEvent(kind, message, room, "bob")
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        _room_event(RoomEventKind.MESSAGE, "bob"),
+        _room_event(RoomEventKind.DELETED, None),
+        Discovery("tel", bytes(range(32)), "carol"),
+        SessionRevoked(bytes(range(32)), "dave"),
+        MessageRecord(new_timeuuid(), "alice", "bob", "hello", "key-1").to_event(),
+    ],
+)
+def test_round_trip(codec: EventCodec, event: object) -> None:
+    data = codec.encode(event)
+    assert isinstance(data, bytes)
+    assert codec.decode(data) == event
+
+
+def test_an_unregistered_type_fails_in_the_publisher(codec: EventCodec) -> None:
+    with pytest.raises(TypeError):
+        codec.encode(object())
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\x80\x04pickle", b"[1, 2]", b'{"t": "os.system", "v": "rm"}', b'{"t": "room", "v": {"kind": "x"}}'],
+)
+def test_foreign_bytes_are_refused(codec: EventCodec, data: bytes) -> None:
+    with pytest.raises(UnknownEvent):
+        codec.decode(data)
