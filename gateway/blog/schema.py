@@ -17,6 +17,7 @@ from gateway.errors import Conflict, NotFound
 from gateway.graph import validation
 from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
+from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
@@ -45,7 +46,7 @@ class Comment:
 
 
 @strawberry.type(description="A blog post, addressed by its slug.")
-class Post:
+class Post(Node):
     """What the record says is filled at construction (plain attributes resolve on
     Strawberry's fast path); a list also hands each post the authors, comment
     counts and bodies its query selects, loaded once for the whole page."""
@@ -75,6 +76,7 @@ class Post:
         if body is None and isinstance(post, PostRecord):
             body = post.body
         return cls(
+            id=global_id("Post", post.slug),
             slug=post.slug,
             title=post.title,
             tags=list(post.tags),
@@ -185,14 +187,19 @@ class CommentInput:
     )
 
 
+async def post_node(info: Info, slug: str) -> Post | None:
+    """A post by slug, None when there is none (``post`` and ``node``)."""
+    if not rules.is_slug(slug):
+        return None
+    record = await context_of(info).loader(post_loader).load(slug)
+    return Post.of(record) if record else None
+
+
 @strawberry.type
 class BlogQuery:
     @strawberry.field(description="A post by slug; null when there is none.")
     async def post(self, info: Info, slug: str) -> Post | None:
-        if not rules.is_slug(slug):
-            return None
-        record = await context_of(info).loader(post_loader).load(slug)
-        return Post.of(record) if record else None
+        return await post_node(info, slug)
 
     @strawberry.field(description="Posts newest first: those tagged `tag`, or all posts without one.")
     async def posts(

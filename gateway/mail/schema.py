@@ -15,6 +15,7 @@ from gateway.db.idempotency import MutationKeys
 from gateway.graph import validation
 from gateway.graph.context import Context, context_of
 from gateway.graph.cost import max_items
+from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.mail import rules
@@ -45,6 +46,7 @@ def service(context: Context) -> MailService:
 
 @strawberry.type(description="A file attached to an email.")
 class Attachment:
+    id: strawberry.ID
     filename: str
     content_type: str
     size: int = strawberry.field(description="Bytes.")
@@ -80,6 +82,7 @@ class Attachment:
     @classmethod
     def of(cls, email: EmailRecord, record: AttachmentRecord) -> Attachment:
         return cls(
+            id=strawberry.ID(str(record.attachment_id)),
             filename=record.filename,
             content_type=record.content_type,
             size=record.size,
@@ -150,7 +153,7 @@ class Email:
 
 
 @strawberry.type(description="A mail folder: inbox, sent, or one of your own.")
-class Folder:
+class Folder(Node):
     label: str
     color: str
     unread_count: int
@@ -178,7 +181,13 @@ class Folder:
     @classmethod
     def of(cls, login: str, record: FolderRecord, unread: int) -> Folder:
         # A counter can dip below zero after a lost write until it is recounted.
-        return cls(label=record.label, color=record.color, unread_count=max(0, unread), _login=login)
+        return cls(
+            id=global_id("Folder", login, record.label),
+            label=record.label,
+            color=record.color,
+            unread_count=max(0, unread),
+            _login=login,
+        )
 
 
 @strawberry.input(description="A new email. Attachments go as multipart file uploads.")
@@ -194,6 +203,25 @@ class EmailInput:
         description="An idempotency key you generate (a UUID): a retry with the same key sends "
         "nothing twice and returns the first email.",
     )
+
+
+async def _folder(info: Info, owner: str, label: str) -> Folder | None:
+    key = rules.label_or_none(label)
+    if key is None:
+        return None
+    context = context_of(info)
+    record = await context.store(MailStore).folder(owner, key)
+    if record is None:
+        return None
+    counts = await context.loader(unread_counts_loader).load(owner)
+    return Folder.of(owner, record, counts.get(key, 0))
+
+
+async def folder_node(info: Info, owner: str, label: str) -> Folder | None:
+    """``node``'s lookup of a ``Folder`` global id: only the owner's own folders."""
+    if await context_of(info).viewer() != owner:
+        return None
+    return await _folder(info, owner, label)
 
 
 @strawberry.type
@@ -212,15 +240,7 @@ class MailMe:
 
     @strawberry.field(description="One of your folders by label; null when you have none by that label.")
     async def folder(self, info: Info, label: str) -> Folder | None:
-        key = rules.label_or_none(label)
-        if key is None:
-            return None
-        context = context_of(info)
-        record = await context.store(MailStore).folder(self.login, key)
-        if record is None:
-            return None
-        counts = await context.loader(unread_counts_loader).load(self.login)
-        return Folder.of(self.login, record, counts.get(key, 0))
+        return await _folder(info, self.login, label)
 
     @strawberry.field(description="An email you sent or received; null otherwise.")
     async def email(self, info: Info, id: strawberry.ID) -> Email | None:

@@ -11,6 +11,7 @@ from strawberry.types import Info
 from gateway.errors import BadUserInput, Forbidden, NotFound
 from gateway.graph import validation
 from gateway.graph.context import Context, context_of
+from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import (
     Connection,
     decode_position,
@@ -59,7 +60,7 @@ def service(context: Context) -> RoomService:
 
 
 @strawberry.type(description="A chat room. Anyone may see rooms and who is in them.")
-class Room:
+class Room(Node):
     """Fields known from the record are filled at construction: plain attributes resolve
     on Strawberry's fast path."""
 
@@ -77,6 +78,7 @@ class Room:
     @classmethod
     def of(cls, record: RoomRecord, users: Prefetched = None) -> Room:
         return cls(
+            id=global_id("Room", record.name),
             name=record.name,
             banner=record.banner,
             created_at=record.created_at,
@@ -171,16 +173,21 @@ class RoomMessage:
         return prefetched_user_or_none(info, self._authors, self._author_login)
 
 
+async def room_node(info: Info, name: str) -> Room | None:
+    """A room by name, None when there is none (``room`` and ``node``)."""
+    try:
+        key = rules.room_name(name)
+    except BadUserInput:
+        return None
+    record = await context_of(info).loader(room_loader).load(key)
+    return Room.of(record) if record else None
+
+
 @strawberry.type
 class RoomQuery:
     @strawberry.field(description="A room by name; null when there is none.")
     async def room(self, info: Info, name: str) -> Room | None:
-        try:
-            key = rules.room_name(name)
-        except BadUserInput:
-            return None
-        record = await context_of(info).loader(room_loader).load(key)
-        return Room.of(record) if record else None
+        return await room_node(info, name)
 
     @strawberry.field(
         description="Every room, in the table's storage order (not alphabetical). Rooms created "
