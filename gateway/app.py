@@ -1,4 +1,4 @@
-"""The aiohttp application: /graphql, /healthz, /readyz and the domains' routes."""
+"""The aiohttp application: /graphql, /healthz, /readyz, /metrics and the domains' routes."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from gateway.http.persisted import from_settings as persisted_queries
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
+from gateway.metrics import install as install_metrics
 from gateway.schema import build_schema, event_codec
 from gateway.settings import Settings
 from gateway.users.store import SessionStore
@@ -182,6 +183,10 @@ def create_app(
     app[SERVICES] = services
     app[READY] = asyncio.Event()
     app[DRAIN] = drain
+    metrics = install_metrics(app)
+    metrics.set_broker_state(services.pubsub.state)
+    if isinstance(services.pubsub, RedisPubSub):
+        services.pubsub.state_listener = metrics.set_broker_state
     view = GatewayGraphQLView(
         services,
         drain=drain,

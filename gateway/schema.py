@@ -33,6 +33,7 @@ from gateway.graph.context import context_of
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.limits import QueryLimits, limited_validation
 from gateway.graph.metrics import StatementMetrics
+from gateway.graph.observability import Observed
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.mail.schema import MailMe, MailMutation
 from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSubscription
@@ -92,6 +93,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         scalar_overrides=SCALAR_OVERRIDES,  # type: ignore[arg-type]
         config=StrawberryConfig(batching_config={"max_operations": BATCH_CEILING}),
         extensions=[
+            Observed,
             ErrorCodes,
             StatementMetrics,
             lambda: ParserCache(maxsize=1000),
