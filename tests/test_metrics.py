@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from gql import GraphQLRequest
 from prometheus_client.parser import text_string_to_metric_families
 
 from devnode.redis import RedisServer
-from gateway.logs import JsonFormatter
+from gateway.logs import JsonFormatter, configure_logging, log_format
 from gateway.metrics import ANONYMOUS, OTHER, OperationNames
-from gateway.settings import Settings
+from gateway.settings import Settings, SettingsError
 from tests.client import Account, Api
 from tests.conftest import ServerFactory
 from tests.processes import start_gateway
@@ -238,3 +239,30 @@ async def test_one_scrape_sees_every_worker(
         if gateway.process.returncode is None:
             gateway.process.kill()
             await gateway.process.wait()
+
+
+def test_log_lines_are_json_objects_off_a_terminal() -> None:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    stream = io.StringIO()
+    try:
+        configure_logging(Settings(log_level="INFO"), stream)
+        try:
+            raise KeyError("lost")
+        except KeyError:
+            logging.getLogger("gateway.test").exception("could not %s", "go on")
+    finally:
+        root.handlers[:], root.level = handlers, level
+    (line,) = [json.loads(text) for text in stream.getvalue().splitlines()]
+    assert {key: line[key] for key in ("level", "logger", "message")} == {
+        "level": "ERROR",
+        "logger": "gateway.test",
+        "message": "could not go on",
+    }
+    assert "KeyError: 'lost'" in line["exception"]
+    assert log_format(Settings(log_format="text"), stream) == "text"
+
+
+def test_an_unknown_log_format_is_refused() -> None:
+    with pytest.raises(SettingsError, match="GATEWAY_LOG_FORMAT must be 'json' or 'text'"):
+        Settings(log_format="xml").validate()
