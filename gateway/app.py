@@ -1,4 +1,4 @@
-"""The aiohttp application: /graphql, /healthz, /readyz and the domains' routes."""
+"""The aiohttp application: /graphql, /healthz, /readyz, /metrics and the domains' routes."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from gateway.http.view import GraphQLOverHTTPView
 from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
+from gateway.metrics import install as install_metrics
 from gateway.schema import build_schema, event_codec
 from gateway.settings import Settings
 from gateway.users.store import SessionStore
@@ -211,6 +212,10 @@ def create_app(
     limits = QueryLimits.of(settings)
     app[ENDPOINT] = Endpoint(schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
     app[FANOUT] = FanoutWorker(services.store(ContactDirectory).store, services.pubsub, settings)
+    metrics = install_metrics(app)
+    metrics.set_broker_state(services.pubsub.state)
+    if isinstance(services.pubsub, RedisPubSub):
+        services.pubsub.state_listener = metrics.set_broker_state
     view = GatewayGraphQLView(
         services,
         drain=drain,

@@ -34,6 +34,7 @@ from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.limits import QueryLimits, limited_validation
 from gateway.graph.metrics import StatementMetrics
 from gateway.graph.node import Node, NodeType, global_id, resolve_node
+from gateway.graph.observability import Observed
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.mail.schema import MailMe, MailMutation, folder_node
 from gateway.messenger.schema import (
@@ -122,6 +123,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         scalar_overrides=SCALAR_OVERRIDES,
         config=StrawberryConfig(batching_config={"max_operations": BATCH_CEILING}),
         extensions=[
+            Observed,
             ErrorCodes,
             StatementMetrics,
             lambda: ParserCache(maxsize=1000),

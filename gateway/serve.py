@@ -12,6 +12,7 @@ import logging
 import signal
 
 from aiohttp import web
+from aiohttp.log import access_logger
 
 from gateway.app import DRAIN
 from gateway.settings import Settings
@@ -23,7 +24,12 @@ FINAL_SHUTDOWN_SECONDS = 1.0
 
 
 async def serve(app: web.Application, settings: Settings, *, reuse_port: bool = False) -> None:
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=FINAL_SHUTDOWN_SECONDS)
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        shutdown_timeout=FINAL_SHUTDOWN_SECONDS,
+        access_log=access_logger if settings.http_access_log else None,
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port or None)

@@ -77,6 +77,10 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "INFO"
+    # "json" (one object a line) or "text"; empty: text on a terminal, JSON otherwise.
+    log_format: str = ""
+    # aiohttp's line per HTTP request (off: GraphQL operations have their own access line).
+    http_access_log: bool = False
     # Origins whose pages may call the API (CORS) and open its WebSocket; "*" is any
     # origin, without credentials. Empty: same-origin only.
     cors_origins: tuple[str, ...] = ()
@@ -225,6 +229,8 @@ class Settings:
             host=_env("GATEWAY_HOST", cls.host),
             port=_env_int("GATEWAY_PORT", cls.port),
             log_level=_env("GATEWAY_LOG_LEVEL", cls.log_level).upper(),
+            log_format=_env("GATEWAY_LOG_FORMAT", cls.log_format).lower(),
+            http_access_log=_env_bool("GATEWAY_HTTP_ACCESS_LOG", cls.http_access_log),
             cors_origins=tuple(o.strip() for o in _env("GATEWAY_CORS_ORIGINS", "").split(",") if o.strip()),
             trusted_documents=Path(trusted) if (trusted := _env("GATEWAY_TRUSTED_DOCUMENTS", "")) else None,
             introspection=_env_optional_bool("GATEWAY_INTROSPECTION"),
@@ -387,6 +393,9 @@ class Settings:
         for name, value in buckets.items():
             if value not in {"year", "month", "day"} and not re.fullmatch(r"[1-9][0-9]*s", value):
                 problems.append((name, f"{name} must be 'year', 'month', 'day' or '<N>s', got {value!r}"))
+        if self.log_format not in {"", "json", "text"}:
+            name = "GATEWAY_LOG_FORMAT"
+            problems.append((name, f"{name} must be 'json' or 'text', got {self.log_format!r}"))
         if self.drain_seconds < 0:
             name = "GATEWAY_DRAIN_SECONDS"
             problems.append((name, f"{name} must be 0 or more, got {self.drain_seconds}"))

@@ -115,6 +115,11 @@ class Context:
         self._token, self._viewer, self._viewer_known = token, login, True
 
     @property
+    def login(self) -> str | None:
+        """The viewer's login if this request has looked it up; never looks it up itself."""
+        return self._viewer if self._viewer_known else None
+
+    @property
     def token(self) -> str | None:
         return self._token or None
 
@@ -200,6 +205,7 @@ class Context:
         self.keyed_fields = set()
         self.nodes_requested = 0
         self.metrics = RequestMetrics()
+        self.request_id = uuid.uuid4().hex
         return self
 
 
