@@ -370,6 +370,13 @@ RANGE_SCANS = (
     ),
 )
 
+def is_maintenance(found: Found) -> bool:
+    """Operator commands, never a request, may read whole tables or partitions: the
+    ``backfill`` modules (``gateway backfill``) and functions whose docstring says they
+    are for maintenance commands only (the recounts)."""
+    return found.module.endswith(".backfill") or "maintenance commands only" in found.doc
+
+
 #: Tables of the node itself (one row, never user data) that the readiness probe reads.
 NODE_TABLES = ("system.local",)
 
@@ -405,6 +412,12 @@ def audit(found: Found, schema: dict[str, TableKeys]) -> Verdict:
         return verdict
     eq, ranged = statement.eq(), statement.ranged()
     partition_named = set(keys.partition) <= eq
+    if statement.kind == "SELECT" and is_maintenance(found):
+        verdict.keys = "partition" if partition_named else "scan (maintenance command)"
+        verdict.bound = "LIMIT" if statement.limit else "maintenance command"
+        if statement.allow_filtering:
+            verdict.problems.append("ALLOW FILTERING")
+        return verdict
     if statement.kind == "SELECT":
         scan = next((s for s in RANGE_SCANS if s.table == statement.table), None)
         if partition_named:

@@ -276,8 +276,9 @@ class PostStore:
 
         The counter is incremented apart from the post's filing (counters cannot
         join a logged batch), so a lost increment leaves ``postCount`` short.
-        Like comment recounts, run it while the author is not publishing. One
-        count per bucket: no statement reads more than one bucket's partition.
+        Like comment recounts, run it while the author is not publishing; for
+        maintenance commands only. One count per bucket: no statement reads more
+        than one bucket's partition.
         """
         stored = 0
         for bucket in await AUTHOR_TIMELINE.buckets(self.db, (author,)):

@@ -115,11 +115,11 @@ class VerificationStore:
             guessed = current[0]
             wrong = guessed.wrong_codes + 1
             if wrong < max_wrong:
-                cql, params = "SET wrong_codes = ?", [wrong]
+                assignments, params = "wrong_codes = ?", [wrong]
             else:
-                cql, params = "SET wrong_codes = ?, code_hash = null", [wrong]
+                assignments, params = "wrong_codes = ?, code_hash = null", [wrong]
             result = await self.db.execute(
-                f"UPDATE identity_verifications USING TTL ? {cql}"
+                f"UPDATE identity_verifications USING TTL ? SET {assignments}"
                 f" WHERE {_KEY} IF wrong_codes = ? AND code_hash = ?",
                 (guessed.seconds_left(), *params, login, identity_hash, guessed.wrong_codes,
                  guessed.code_hash),

@@ -119,11 +119,13 @@ class RoomHistory:
         )
 
     async def erase(self, room_id: UUID) -> None:
-        """Delete every bucket partition of a room's history, then its bucket index."""
+        """Delete every bucket partition of a room's history, then its bucket index: whole
+        partitions of a deleted room incarnation, which nothing reads any more."""
         buckets = await _HISTORY.buckets(self.db, (room_id,))
         limit = asyncio.Semaphore(ERASE_CONCURRENCY)
 
         async def erase_bucket(bucket: int) -> None:
+            """Drop one bucket's whole partition."""
             async with limit:
                 await self.db.execute(
                     "DELETE FROM room_messages WHERE room_id = ? AND bucket = ?", (room_id, bucket)

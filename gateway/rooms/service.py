@@ -109,7 +109,7 @@ class RoomService:
                 await self.members.is_participant(room.id, login)
             ):
                 raise self._full(room)
-            if attempt and await self.members.rooms_of_count(login) >= self.max_rooms:
+            if attempt and await self.members.rooms_of_count(login, self.max_rooms + 1) >= self.max_rooms:
                 raise self._too_many_rooms()
             joined_at = clock.now()
             if not await self.members.add(room.id, login, joined_at):
@@ -119,7 +119,9 @@ class RoomService:
                 self.members.record(membership, joined_at), self.members.count_by(room.id, 1)
             )
             count, rooms_of_user, current = await asyncio.gather(
-                self.members.count(room.id), self.members.rooms_of_count(login), self.rooms.get(room.name)
+                self.members.count(room.id),
+                self.members.rooms_of_count(login, self.max_rooms + 1),
+                self.rooms.get(room.name),
             )
             if current is not None and current.id == room.id and count <= self.max_participants and (
                 rooms_of_user <= self.max_rooms
