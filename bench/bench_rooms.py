@@ -126,7 +126,9 @@ async def main() -> None:
                 members.count_by(room.id, 1),
             )
             await asyncio.gather(
-                members.count(room.id), members.rooms_of_count(joiner.login), rooms.get(room.name)
+                members.count(room.id),
+                members.rooms_of_count(joiner.login, settings.rooms_per_user_max + 1),
+                rooms.get(room.name),
             )
             await history.append(room.name, room.id, None, f"{joiner.login} joins the room", system=True)
 

@@ -107,6 +107,7 @@ def _serve_workers(settings: Settings, seed: bool, workers: int) -> int:
     starts the Cassandra node; against a real cluster the command refuses, since a broker
     started on one host would not be shared by the gateways of the others."""
     import os
+    import shutil
 
     from gateway.workers import Supervisor
 
@@ -126,13 +127,30 @@ def _serve_workers(settings: Settings, seed: bool, workers: int) -> int:
             server.start()
         env["GATEWAY_BROKER_URL"] = server.url
         print(f"workers share subscriptions through the local Redis on {server.url}", file=sys.stderr)
+    metrics_env = _multiprocess_metrics()
+    env.update(metrics_env)
     db, _ = _connected(settings)
     db.shutdown()
     print(f"GraphiQL on http://{settings.host}:{settings.port}/graphql ({workers} workers)", file=sys.stderr)
     supervisor = Supervisor(
         workers, env, seed=seed or settings.seed, grace_seconds=settings.drain_seconds + 60
     )
-    return supervisor.run()
+    try:
+        return supervisor.run()
+    finally:
+        shutil.rmtree(next(iter(metrics_env.values())), ignore_errors=True)
+
+
+def _multiprocess_metrics() -> dict[str, str]:
+    """The workers write their metrics to files that one scrape of any of them adds up:
+    ``PROMETHEUS_MULTIPROC_DIR`` when set, else a directory of this run's own."""
+    import os
+    import tempfile
+
+    from gateway.metrics import MULTIPROCESS_ENV, prepare_multiprocess_metrics
+
+    directory = os.environ.get(MULTIPROCESS_ENV) or tempfile.mkdtemp(prefix="gateway-metrics-")
+    return prepare_multiprocess_metrics(directory)
 
 
 def cmd_cassandra(settings: Settings, action: str) -> int:
@@ -210,6 +228,7 @@ def cmd_blog_recount(settings: Settings, slugs: list[str]) -> int:
 #: ``gateway backfill <domain>``: the module of each domain whose ``backfill(db, settings)``
 #: fills its new tables from the old ones (idempotent) and returns a one-line summary.
 BACKFILLS: dict[str, str] = {
+    "blog": "gateway.blog.backfill",
     "messenger": "gateway.messenger.backfill",
     "rooms": "gateway.rooms.backfill",
 }
@@ -269,11 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=settings.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("cassandra").setLevel(max(logging.WARNING, logging.getLevelName(settings.log_level)))
+    from gateway.logs import configure_logging
+
+    configure_logging(settings)
 
     from gateway.db.session import CassandraUnavailable
 

@@ -1,4 +1,4 @@
-"""The aiohttp application: /graphql, /healthz, /readyz and the domains' routes."""
+"""The aiohttp application: /graphql, /healthz, /readyz, /metrics and the domains' routes."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
+from gateway.contacts.discovery import ContactDirectory
+from gateway.contacts.fanout import FanoutWorker
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
 from gateway.drain import Drain
@@ -31,6 +33,8 @@ from gateway.http.view import GraphQLOverHTTPView
 from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
+from gateway.metrics import UPGRADED
+from gateway.metrics import install as install_metrics
 from gateway.schema import build_schema, event_codec
 from gateway.settings import Settings
 from gateway.users.store import SessionStore
@@ -42,6 +46,8 @@ READY = web.AppKey("ready", asyncio.Event)
 CONNECTOR = web.AppKey("connector", asyncio.Task)
 DRAIN = web.AppKey("drain", Drain)
 SOCKETS = web.AppKey("sockets", SocketCounts)
+FANOUT = web.AppKey("fanout", FanoutWorker)
+FANOUT_TASK = web.AppKey("fanout_task", asyncio.Task)
 
 #: Seconds between attempts to reach Cassandra while it is down at start-up.
 CONNECT_RETRY_SECONDS = 2.0
@@ -79,6 +85,7 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView[Context, None]):
             heartbeat=self.services.settings.ws_keep_alive_seconds,
         )
         await response.prepare(request)
+        request[UPGRADED] = True
         return response
 
     async def get_context(
@@ -121,12 +128,14 @@ async def _connect(app: web.Application) -> None:
 async def _on_startup(app: web.Application) -> None:
     app[CONNECTOR] = asyncio.create_task(_connect(app))
     await app[SERVICES].pubsub.start()
+    app[FANOUT_TASK] = asyncio.create_task(app[FANOUT].run(app[READY]))
 
 
 async def _on_cleanup(app: web.Application) -> None:
-    task = app[CONNECTOR]
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    tasks = (app[CONNECTOR], app[FANOUT_TASK])
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
     await app[SERVICES].pubsub.aclose()
     await asyncio.to_thread(app[SERVICES].db.shutdown)
 
@@ -204,6 +213,11 @@ def create_app(
     schema = schema or build_schema(settings)
     limits = QueryLimits.of(settings)
     app[ENDPOINT] = Endpoint(schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
+    app[FANOUT] = FanoutWorker(services.store(ContactDirectory).store, services.pubsub, settings)
+    metrics = install_metrics(app)
+    metrics.set_broker_state(services.pubsub.state)
+    if isinstance(services.pubsub, RedisPubSub):
+        services.pubsub.state_listener = metrics.set_broker_state
     view = GatewayGraphQLView(
         services,
         drain=drain,

@@ -55,6 +55,17 @@ class BrokerUnavailable(GatewayError):
 class RateLimited(GatewayError):
     """Too many attempts: the client may try again in ``retry_after`` whole seconds (at least 1)."""
 
-    def __init__(self, retry_after: float, message: str | None = None) -> None:
+    def __init__(self, retry_after: float, message: str | None = None, *, field: str | None = None) -> None:
         self.retry_after = max(1, math.ceil(retry_after))
-        super().__init__(message or f"Too many attempts; try again in {self.retry_after} s.")
+        super().__init__(message or f"Too many attempts; try again in {self.retry_after} s.", field=field)
+
+
+class Unavailable(GatewayError):
+    """A service the operation depends on cannot answer right now.
+
+    ``retry_safe`` tells the client whether sending the same request again is harmless.
+    """
+
+    def __init__(self, message: str, *, retry_safe: bool) -> None:
+        super().__init__(message)
+        self.retry_safe = retry_safe

@@ -23,8 +23,8 @@ from strawberry.extensions import DisableIntrospection, MaxTokensLimiter, Parser
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
-from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser
-from gateway.contacts.events import DISCOVERY
+from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser, post_node
+from gateway.contacts.events import DISCOVERY, FANOUT_NUDGE
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
 from gateway.graph.batch import BATCH_CEILING
 from gateway.graph.codec import EventCodec
@@ -33,14 +33,21 @@ from gateway.graph.context import context_of
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.limits import QueryLimits, limited_validation
 from gateway.graph.metrics import StatementMetrics
+from gateway.graph.node import Node, NodeType, global_id, resolve_node
+from gateway.graph.observability import Observed
 from gateway.graph.plain_fields import PlainFieldsExecutor
 from gateway.graph.scalars import SCALAR_OVERRIDES
-from gateway.mail.schema import MailMe, MailMutation
-from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSubscription
+from gateway.mail.schema import MailMe, MailMutation, folder_node
+from gateway.messenger.schema import (
+    MessengerMe,
+    MessengerMutation,
+    MessengerSubscription,
+    talk_partner_node,
+)
 from gateway.rooms.events import ROOM_EVENT
-from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser
+from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser, room_node
 from gateway.settings import Settings
-from gateway.users.schema import User, UserMutation, UserQuery, require_user
+from gateway.users.schema import User, UserMutation, UserQuery, require_user, user_node
 
 join_fields(User, RoomUser, BlogUser)
 
@@ -55,8 +62,25 @@ class MeUser:
 
 
 @strawberry.type(description="The signed-in user's own view.")
-class Me(MeUser, MessengerMe, MailMe, ContactsMe):
-    pass
+class Me(Node, MeUser, MessengerMe, MailMe, ContactsMe):
+    @classmethod
+    def of(cls, login: str) -> Me:
+        return cls(id=global_id("Me", login), login=login)
+
+
+async def me_node(info: Info, login: str) -> Me | None:
+    return Me.of(login) if await context_of(info).viewer() == login else None
+
+
+#: What ``Query.node`` resolves: every type that implements ``Node``, by GraphQL name.
+NODE_TYPES = {
+    "User": NodeType(1, user_node),
+    "Me": NodeType(1, me_node),
+    "Room": NodeType(1, room_node),
+    "Post": NodeType(1, post_node),
+    "Folder": NodeType(2, folder_node),
+    "TalkPartner": NodeType(2, talk_partner_node),
+}
 
 
 @strawberry.type
@@ -64,7 +88,15 @@ class Query(UserQuery, RoomQuery, BlogQuery):
     @strawberry.field(description="The signed-in user's view; null when not signed in.")
     async def me(self, info: Info) -> Me | None:
         login = await context_of(info).viewer()
-        return Me(login=login) if login else None
+        return Me.of(login) if login else None
+
+    @strawberry.field(
+        description="Any object by its global id; null when there is none or it is not yours "
+        "(another user's folders, talk partners and `Me`). BAD_USER_INPUT for a malformed id."
+    )
+    async def node(self, info: Info, id: strawberry.ID) -> Node | None:
+        found: Node | None = await resolve_node(info, NODE_TYPES, id)
+        return found
 
 
 @strawberry.type
@@ -79,7 +111,7 @@ class Subscription(MessengerSubscription, RoomSubscription, ContactsSubscription
 
 def event_codec() -> EventCodec:
     """How the domains' subscription events cross a broker (the messenger's are plain JSON)."""
-    return EventCodec([ROOM_EVENT, DISCOVERY])
+    return EventCodec([ROOM_EVENT, DISCOVERY, FANOUT_NUDGE])
 
 
 def build_schema(settings: Settings | None = None, *, plain_fields: bool = True) -> strawberry.Schema:
@@ -95,6 +127,7 @@ def build_schema(settings: Settings | None = None, *, plain_fields: bool = True)
         config=StrawberryConfig(batching_config={"max_operations": BATCH_CEILING}),
         execution_context_class=PlainFieldsExecutor if plain_fields else None,
         extensions=[
+            Observed,
             ErrorCodes,
             StatementMetrics,
             lambda: ParserCache(maxsize=1000),

@@ -13,9 +13,10 @@ import signal
 
 import uvloop
 from aiohttp import web
+from aiohttp.log import access_logger
 
 from gateway.app import DRAIN
-from gateway.http.access_log import AccessLog, access_log
+from gateway.http.access_log import AccessLog
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ async def serve(app: web.Application, settings: Settings, *, reuse_port: bool = 
         app,
         handle_signals=False,
         shutdown_timeout=FINAL_SHUTDOWN_SECONDS,
-        access_log=access_log(settings.access_log),
+        access_log=access_logger if settings.http_access_log else None,
         access_log_class=AccessLog,
     )
     await runner.setup()

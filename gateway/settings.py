@@ -14,6 +14,9 @@ from gateway.http.client_address import parse_networks
 from gateway.http.origins import cors_problems
 from gateway.ratelimit.rates import parse_rate
 
+#: Characters of GATEWAY_URL_SIGNING_SECRET at the least (e.g. ``openssl rand -hex 32`` gives 64).
+MIN_SIGNING_SECRET = 32
+
 
 def _env(name: str, default: str) -> str:
     value = os.environ.get(name)
@@ -74,8 +77,10 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "INFO"
-    # One line per request on the aiohttp.access logger (at INFO); off installs no access logger.
-    access_log: bool = True
+    # "json" (one object a line) or "text"; empty: text on a terminal, JSON otherwise.
+    log_format: str = ""
+    # aiohttp's line per HTTP request (off: GraphQL operations have their own access line).
+    http_access_log: bool = False
     # Origins whose pages may call the API (CORS) and open its WebSocket; "*" is any
     # origin, without credentials. Empty: same-origin only.
     cors_origins: tuple[str, ...] = ()
@@ -136,6 +141,7 @@ class Settings:
     messenger_activity_slot: int = 60
     room_bucket: str = "day"
     blog_post_bucket: str = "month"
+    blog_author_bucket: str = "year"
     blog_comment_bucket: str = "day"
     # Contacts: the secret key of the identity hashes (HMAC-SHA256), the country
     # calling code for national phone numbers ("" = international numbers only),
@@ -146,8 +152,29 @@ class Settings:
     # Rooms: the most participants a room may have, and the most rooms a user may be in.
     room_max_participants: int = 1000
     rooms_per_user_max: int = 200
+    # The background fan-out of a linked identity to its uploaders (gateway/contacts/fanout.py):
+    # seconds between looks for orphaned jobs, uploaders per page, seconds a worker's lease lasts.
+    contacts_fanout_poll_seconds: float = 5.0
+    contacts_fanout_batch: int = 200
+    contacts_fanout_lease_seconds: float = 30.0
+    # How long an address-book upload's lease lasts unless its heartbeat renews it.
+    contacts_upload_lease_seconds: int = 120
+    # Identity verification: where codes are POSTed (unset: the server log), how long a
+    # code lives, wrong codes before it is burnt, the webhook's per-attempt timeout and
+    # attempts (code requests per user: GATEWAY_RATE_VERIFICATION_REQUESTS).
+    verification_webhook_url: str = ""
+    verification_code_ttl_seconds: int = 600
+    verification_max_wrong_codes: int = 5
+    verification_webhook_timeout: float = 5.0
+    verification_webhook_attempts: int = 3
     # Mail folder partitions: "month", "day" or "<N>s" (never change it once mail is stored).
     mail_bucket: str = "month"
+    # Attachment download links (gateway/mail/links.py): the origin they start with ("" = the
+    # request's own), the HMAC secret every process shares ("" = random per process, embedded
+    # node only) and how long a link works.
+    public_url: str = ""
+    url_signing_secret: str = ""
+    download_url_ttl_seconds: int = 900
     # Seed demo data on `gateway serve --seed`.
     seed: bool = False
     # Proxies (IPs or CIDRs) whose X-Forwarded-For names the client (gateway/http/client_address.py).
@@ -202,7 +229,8 @@ class Settings:
             host=_env("GATEWAY_HOST", cls.host),
             port=_env_int("GATEWAY_PORT", cls.port),
             log_level=_env("GATEWAY_LOG_LEVEL", cls.log_level).upper(),
-            access_log=_env_bool("GATEWAY_ACCESS_LOG", cls.access_log),
+            log_format=_env("GATEWAY_LOG_FORMAT", cls.log_format).lower(),
+            http_access_log=_env_bool("GATEWAY_HTTP_ACCESS_LOG", cls.http_access_log),
             cors_origins=tuple(o.strip() for o in _env("GATEWAY_CORS_ORIGINS", "").split(",") if o.strip()),
             trusted_documents=Path(trusted) if (trusted := _env("GATEWAY_TRUSTED_DOCUMENTS", "")) else None,
             introspection=_env_optional_bool("GATEWAY_INTROSPECTION"),
@@ -244,15 +272,44 @@ class Settings:
             messenger_activity_slot=_env_int("MESSENGER_ACTIVITY_SLOT", cls.messenger_activity_slot),
             room_bucket=_env("ROOM_BUCKET", cls.room_bucket),
             blog_post_bucket=_env("BLOG_POST_BUCKET", cls.blog_post_bucket),
+            blog_author_bucket=_env("BLOG_AUTHOR_BUCKET", cls.blog_author_bucket),
             blog_comment_bucket=_env("BLOG_COMMENT_BUCKET", cls.blog_comment_bucket),
             contacts_identity_pepper=_env("CONTACTS_IDENTITY_PEPPER", cls.contacts_identity_pepper),
             contacts_default_country_code=_env(
                 "CONTACTS_DEFAULT_COUNTRY_CODE", cls.contacts_default_country_code
             ),
             contacts_max_in_flight=_env_int("CONTACTS_MAX_IN_FLIGHT", cls.contacts_max_in_flight),
+            contacts_fanout_poll_seconds=_env_float(
+                "CONTACTS_FANOUT_POLL_SECONDS", cls.contacts_fanout_poll_seconds
+            ),
+            contacts_fanout_batch=_env_int("CONTACTS_FANOUT_BATCH", cls.contacts_fanout_batch),
+            contacts_fanout_lease_seconds=_env_float(
+                "CONTACTS_FANOUT_LEASE_SECONDS", cls.contacts_fanout_lease_seconds
+            ),
+            contacts_upload_lease_seconds=_env_int(
+                "CONTACTS_UPLOAD_LEASE_SECONDS", cls.contacts_upload_lease_seconds
+            ),
+            verification_webhook_url=_env("GATEWAY_VERIFICATION_WEBHOOK_URL", ""),
+            verification_code_ttl_seconds=_env_int(
+                "VERIFICATION_CODE_TTL_SECONDS", cls.verification_code_ttl_seconds
+            ),
+            verification_max_wrong_codes=_env_int(
+                "VERIFICATION_MAX_WRONG_CODES", cls.verification_max_wrong_codes
+            ),
+            verification_webhook_timeout=_env_float(
+                "VERIFICATION_WEBHOOK_TIMEOUT", cls.verification_webhook_timeout
+            ),
+            verification_webhook_attempts=_env_int(
+                "VERIFICATION_WEBHOOK_ATTEMPTS", cls.verification_webhook_attempts
+            ),
             mail_bucket=_env("MAIL_BUCKET", cls.mail_bucket),
             room_max_participants=_env_int("ROOM_MAX_PARTICIPANTS", cls.room_max_participants),
             rooms_per_user_max=_env_int("ROOMS_PER_USER_MAX", cls.rooms_per_user_max),
+            public_url=_env("GATEWAY_PUBLIC_URL", cls.public_url),
+            url_signing_secret=_env("GATEWAY_URL_SIGNING_SECRET", cls.url_signing_secret),
+            download_url_ttl_seconds=_env_int(
+                "GATEWAY_DOWNLOAD_URL_TTL_SECONDS", cls.download_url_ttl_seconds
+            ),
             seed=_env_bool("GATEWAY_SEED", cls.seed),
             trusted_proxies=tuple(
                 p.strip() for p in _env("GATEWAY_TRUSTED_PROXIES", "").split(",") if p.strip()
@@ -304,26 +361,41 @@ class Settings:
             "CASSANDRA_REQUEST_TIMEOUT": self.request_timeout,
             "CASSANDRA_CONNECT_TIMEOUT": self.connect_timeout,
             "CONTACTS_MAX_IN_FLIGHT": self.contacts_max_in_flight,
+            "CONTACTS_FANOUT_POLL_SECONDS": self.contacts_fanout_poll_seconds,
+            "CONTACTS_FANOUT_BATCH": self.contacts_fanout_batch,
+            "CONTACTS_FANOUT_LEASE_SECONDS": self.contacts_fanout_lease_seconds,
+            "VERIFICATION_CODE_TTL_SECONDS": self.verification_code_ttl_seconds,
+            "VERIFICATION_MAX_WRONG_CODES": self.verification_max_wrong_codes,
+            "VERIFICATION_WEBHOOK_TIMEOUT": self.verification_webhook_timeout,
+            "VERIFICATION_WEBHOOK_ATTEMPTS": self.verification_webhook_attempts,
             "MESSENGER_ACTIVITY_SLOT": self.messenger_activity_slot,
             "ROOM_MAX_PARTICIPANTS": self.room_max_participants,
             "ROOMS_PER_USER_MAX": self.rooms_per_user_max,
             "GATEWAY_SIGN_IN_BACKOFF": self.sign_in_backoff,
             "GATEWAY_SIGN_IN_BACKOFF_MAX": self.sign_in_backoff_max,
+            "GATEWAY_DOWNLOAD_URL_TTL_SECONDS": self.download_url_ttl_seconds,
         }
         problems += [(name, f"{name} must be positive, got {v}") for name, v in positive.items() if v <= 0]
         if 0 < self.session_ttl_days * 86400 < 1:
             message = f"SESSION_TTL_DAYS must be at least one second, got {self.session_ttl_days}"
             problems.append(("SESSION_TTL_DAYS", message))
+        if self.contacts_upload_lease_seconds < 2:
+            name = "CONTACTS_UPLOAD_LEASE_SECONDS"
+            problems.append((name, f"{name} must be at least 2, got {self.contacts_upload_lease_seconds}"))
         buckets = {
             "MESSENGER_BUCKET": self.messenger_bucket,
             "ROOM_BUCKET": self.room_bucket,
             "BLOG_POST_BUCKET": self.blog_post_bucket,
+            "BLOG_AUTHOR_BUCKET": self.blog_author_bucket,
             "BLOG_COMMENT_BUCKET": self.blog_comment_bucket,
             "MAIL_BUCKET": self.mail_bucket,
         }
         for name, value in buckets.items():
-            if value not in {"month", "day"} and not re.fullmatch(r"[1-9][0-9]*s", value):
-                problems.append((name, f"{name} must be 'month', 'day' or '<N>s', got {value!r}"))
+            if value not in {"year", "month", "day"} and not re.fullmatch(r"[1-9][0-9]*s", value):
+                problems.append((name, f"{name} must be 'year', 'month', 'day' or '<N>s', got {value!r}"))
+        if self.log_format not in {"", "json", "text"}:
+            name = "GATEWAY_LOG_FORMAT"
+            problems.append((name, f"{name} must be 'json' or 'text', got {self.log_format!r}"))
         if self.drain_seconds < 0:
             name = "GATEWAY_DRAIN_SECONDS"
             problems.append((name, f"{name} must be 0 or more, got {self.drain_seconds}"))
@@ -345,6 +417,7 @@ class Settings:
             problems.append(
                 ("CASSANDRA_KEYSPACE", f"CASSANDRA_KEYSPACE is not a valid keyspace name: {self.keyspace!r}")
             )
+        problems += self._download_link_problems()
         problems += [("GATEWAY_CORS_ORIGINS", message) for message in cors_problems(self.cors_origins)]
         if self.trusted_documents is not None and not self.trusted_documents.is_file():
             name = "GATEWAY_TRUSTED_DOCUMENTS"
@@ -374,4 +447,16 @@ class Settings:
         if problems:
             raise SettingsError(problems[0][0], "; ".join(message for _, message in problems))
         return self
+
+    def _download_link_problems(self) -> list[tuple[str, str]]:
+        problems = []
+        if self.public_url and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", self.public_url):
+            name = "GATEWAY_PUBLIC_URL"
+            problems.append((name, f"{name} must be an http(s) URL without query, got {self.public_url!r}"))
+        name = "GATEWAY_URL_SIGNING_SECRET"
+        if self.url_signing_secret and len(self.url_signing_secret) < MIN_SIGNING_SECRET:
+            problems.append((name, f"{name} must be at least {MIN_SIGNING_SECRET} characters"))
+        elif not self.url_signing_secret and not self.embedded:
+            problems.append((name, f"{name} must be set with CASSANDRA_CONTACT_POINTS (gateways share it)"))
+        return problems
 

@@ -10,3 +10,16 @@ if command -v npm >/dev/null 2>&1; then
     echo "$js_want" > "$js_stamp"
   fi
 fi
+
+# The browser test drives Debian's chromium (headless) through playwright-core. Where it
+# is missing it is installed with apt-get when run as root; otherwise the test says what to install.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing chromium (apt-get) for the GraphiQL browser test" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
+      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } \
+      || echo "==> could not install chromium; the GraphiQL browser test will fail saying so" >&2
+  else
+    echo "==> chromium is missing: install Debian's chromium package for the GraphiQL browser test" >&2
+  fi
+fi

@@ -22,6 +22,7 @@ from gateway.db.migrations import drop_keyspace
 from gateway.ratelimit.policy import Limit
 from gateway.settings import Settings
 from tests.client import Api
+from tests.webhook import CodeReceiver
 
 ServerFactory = Callable[..., Awaitable[tuple[Api, web.Application]]]
 
@@ -34,7 +35,18 @@ GENEROUS_LIMITS: dict[str, Any] = {
 
 
 @pytest.fixture(scope="session")
-def base_settings() -> Settings:
+async def codes() -> AsyncIterator[CodeReceiver]:
+    """The verification webhook every test gateway delivers its codes to."""
+    receiver = CodeReceiver()
+    await receiver.start()
+    yield receiver
+    await receiver.close()
+
+
+@pytest.fixture(scope="session")
+def base_settings(codes: CodeReceiver) -> Settings:
+    # Every gateway of a test run, in process or spawned, signs download links alike.
+    os.environ.setdefault("GATEWAY_URL_SIGNING_SECRET", uuid.uuid4().hex + uuid.uuid4().hex)
     settings = Settings.from_env()
     keyspace = os.environ.get("TEST_KEYSPACE") or f"test_{uuid.uuid4().hex[:12]}"
     settings = replace(
@@ -48,6 +60,7 @@ def base_settings() -> Settings:
         # A real cluster needs a pepper of its own; the test keyspace is thrown away.
         contacts_identity_pepper=os.environ.get("CONTACTS_IDENTITY_PEPPER") or "test-suite-pepper",
         **GENEROUS_LIMITS,
+        verification_webhook_url=codes.url,
     )
     if settings.embedded:
         from devnode.cassandra import CassandraNode

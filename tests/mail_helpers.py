@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from typing import Any
 
 from gql.transport.file_upload import FileVar
@@ -60,7 +61,7 @@ async def send_files(
     api: Api,
     sender: Account | None,
     to: list[str],
-    files: list[tuple[str, bytes, str | None]],
+    files: Sequence[tuple[str, bytes, str | None]],
     subject: str = "With files",
 ) -> Any:
     """sendEmail as a multipart request with ``files`` = [(filename, content, content type)]."""

@@ -59,6 +59,8 @@ def gateway_env(settings: Settings, port: int, **extra: str) -> dict[str, str]:
         "ARGON2_TIME_COST": "1",
         "ARGON2_MEMORY_COST_KIB": "8192",
         "ARGON2_PARALLELISM": "1",
+        "CONTACTS_IDENTITY_PEPPER": settings.contacts_identity_pepper,
+        "GATEWAY_VERIFICATION_WEBHOOK_URL": settings.verification_webhook_url,
         **extra,
     }
 

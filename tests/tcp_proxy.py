@@ -7,19 +7,34 @@ import contextlib
 
 
 class TcpProxy:
-    def __init__(self, target_host: str, target_port: int) -> None:
+    def __init__(self, target_host: str, target_port: int, latency: float = 0.0) -> None:
         self.target = (target_host, target_port)
+        #: Seconds each chunk waits before it is passed on, both ways (a slow network).
+        self.latency = latency
         self.port = 0
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._marker: bytes | None = None
+        self._marker_sent = asyncio.Event()
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
         self.port = self._server.sockets[0].getsockname()[1]
 
+    def hold_answers_after(self, marker: bytes) -> asyncio.Event:
+        """Pass requests on as before, but once one carrying ``marker`` (a bound value,
+        sent as plain bytes: the driver does not compress) has gone to Cassandra, keep
+        every answer from the gateway. The returned event is set when that request
+        went; a :meth:`cut` then loses the answer of a write Cassandra received."""
+        self._marker = marker
+        self._marker_sent = asyncio.Event()
+        return self._marker_sent
+
     async def cut(self) -> None:
         """Stop listening and drop every open connection."""
+        self._marker = None
+        self._marker_sent = asyncio.Event()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -38,17 +53,28 @@ class TcpProxy:
             return
         self._writers.update({writer, up_writer})
         for task in (
-            asyncio.create_task(self._pipe(reader, up_writer)),
-            asyncio.create_task(self._pipe(up_reader, writer)),
+            asyncio.create_task(self._pipe(reader, up_writer, upstream=True)),
+            asyncio.create_task(self._pipe(up_reader, writer, upstream=False)),
         ):
             self._pipes.add(task)
             task.add_done_callback(self._pipes.discard)
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pipe(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, upstream: bool
+    ) -> None:
+        tail = b""
         try:
             while data := await reader.read(65536):
+                if self.latency:
+                    await asyncio.sleep(self.latency)
+                if not upstream and self._marker_sent.is_set():
+                    continue  # answers are held back: the gateway never hears of them
                 writer.write(data)
                 await writer.drain()
+                if upstream and self._marker is not None:
+                    window, tail = tail + data, (tail + data)[-len(self._marker) :]
+                    if self._marker in window:
+                        self._marker_sent.set()
         except (OSError, asyncio.CancelledError):
             pass
         finally:

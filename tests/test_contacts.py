@@ -21,10 +21,15 @@ from tests.test_contacts_support import (
     all_contacts,
     discoveries,
     e164,
+    fanouts_done,
     fresh_phone,
     indexed_by,
+    link,
+    linked,
     nothing_arrives,
+    request_code,
 )
+from tests.webhook import CodeReceiver
 
 
 async def upload(api: Api, token: str, network: str, contacts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -32,13 +37,13 @@ async def upload(api: Api, token: str, network: str, contacts: list[dict[str, An
     return data["uploadContacts"]
 
 
-async def test_upload_discovers_users_who_linked_before(api: Api) -> None:
+async def test_upload_discovers_users_who_linked_before(api: Api, codes: CodeReceiver) -> None:
     owner = await api.sign_up("own")
     uploader = await api.sign_up("upl")
     phone, stranger = fresh_phone(), fresh_phone()
-    linked = (await api.ok(LINK, {"network": "TEL", "networkId": phone}, token=owner.token))["linkIdentity"]
-    assert linked["network"] == "tel"
-    assert linked["networkId"] == e164(phone)
+    identity = await linked(api, codes, owner.token, "TEL", phone)
+    assert identity["network"] == "tel"
+    assert identity["networkId"] == e164(phone)
 
     # Written the other way ("00" prefix, dashes): still the same identity.
     local_style = "00" + e164(phone)[1:4] + "-" + e164(phone)[4:]
@@ -71,7 +76,9 @@ async def test_upload_discovers_users_who_linked_before(api: Api) -> None:
     assert again["discovered"] == []
 
 
-async def test_linking_later_notifies_the_uploaders_only(api: Api, app: web.Application) -> None:
+async def test_linking_later_notifies_the_uploaders_only(
+    api: Api, app: web.Application, codes: CodeReceiver
+) -> None:
     owner = await api.sign_up("late")
     uploader = await api.sign_up("book")
     bystander = await api.sign_up("bystand")
@@ -84,7 +91,7 @@ async def test_linking_later_notifies_the_uploaders_only(api: Api, app: web.Appl
         discoveries(api, app, bystander.login, bystander.token) as bystander_events,
         discoveries(api, app, owner.login, owner.token) as owner_events,
     ):
-        await api.ok(LINK, {"network": "tel", "networkId": phone}, token=owner.token)
+        await linked(api, codes, owner.token, "tel", phone)
         event = await asyncio.wait_for(uploader_events.get(), timeout=10)
         assert event["network"] == "tel"
         assert event["networkId"] == e164(phone)
@@ -94,7 +101,7 @@ async def test_linking_later_notifies_the_uploaders_only(api: Api, app: web.Appl
         assert await nothing_arrives(bystander_events)
         assert await nothing_arrives(owner_events)
         # Linking again is harmless and announces nothing twice.
-        await api.ok(LINK, {"network": "tel", "networkId": phone}, token=owner.token)
+        await linked(api, codes, owner.token, "tel", phone)
         assert await nothing_arrives(uploader_events)
 
     stored = await all_contacts(api, uploader.token)
@@ -102,11 +109,17 @@ async def test_linking_later_notifies_the_uploaders_only(api: Api, app: web.Appl
     assert stored[0]["discoveredAt"] == event["discoveredAt"]
 
 
-async def test_concurrent_claims_of_one_identity_one_wins(api: Api) -> None:
+async def test_concurrent_claims_of_one_identity_one_wins(api: Api, codes: CodeReceiver) -> None:
     claimants = await asyncio.gather(*(api.sign_up("claim") for _ in range(20)))
     email = f"Shared.{claimants[0].login}@Example.com"
+    # Each claimant proves they received a code (the sender delivers every request), then
+    # all link at once: the owner claim is an LWT, so exactly one wins.
+    proofs = [await request_code(api, codes, c.token, "email", email) for c in claimants]
     responses = await asyncio.gather(
-        *(api.call(LINK, {"network": "email", "networkId": email}, token=c.token) for c in claimants)
+        *(
+            api.call(LINK, {"network": "email", "networkId": email, "code": code}, token=c.token)
+            for c, code in zip(claimants, proofs, strict=True)
+        )
     )
     winners = [c for c, r in zip(claimants, responses, strict=True) if not r.errors]
     losers = [r for r in responses if r.errors]
@@ -122,7 +135,7 @@ async def test_concurrent_claims_of_one_identity_one_wins(api: Api) -> None:
 
 
 async def test_linking_is_idempotent_and_completes_an_interrupted_link(
-    api: Api, app: web.Application
+    api: Api, app: web.Application, codes: CodeReceiver
 ) -> None:
     owner = await api.sign_up("heal")
     uploader = await api.sign_up("heal2")
@@ -144,14 +157,17 @@ async def test_linking_is_idempotent_and_completes_an_interrupted_link(
     assert (await api.ok(IDENTITIES, token=owner.token))["me"]["identities"] == []
     assert (await all_contacts(api, uploader.token))[0]["user"] is None
 
-    first = (await api.ok(LINK, {"network": "tel", "networkId": phone}, token=owner.token))["linkIdentity"]
-    second = (await api.ok(LINK, {"network": "tel", "networkId": phone}, token=owner.token))["linkIdentity"]
+    first = await linked(api, codes, owner.token, "tel", phone)
+    second = await linked(api, codes, owner.token, "tel", phone)
     assert first == second
     assert (await api.ok(IDENTITIES, token=owner.token))["me"]["identities"] == [first]
+    await fanouts_done(app)
     assert (await all_contacts(api, uploader.token))[0]["user"]["login"] == owner.login
 
 
-async def test_reupload_replaces_the_book_and_the_index_follows(api: Api, app: web.Application) -> None:
+async def test_reupload_replaces_the_book_and_the_index_follows(
+    api: Api, app: web.Application, codes: CodeReceiver
+) -> None:
     uploader = await api.sign_up("reup")
     removed_owner = await api.sign_up("gone")
     kept_owner = await api.sign_up("kept")
@@ -188,10 +204,10 @@ async def test_reupload_replaces_the_book_and_the_index_follows(api: Api, app: w
 
     async with discoveries(api, app, uploader.login, uploader.token) as events:
         # The removed contact links: the uploader is not told, and gets no row back.
-        await api.ok(LINK, {"network": "tel", "networkId": removed}, token=removed_owner.token)
+        await linked(api, codes, removed_owner.token, "tel", removed)
         assert await nothing_arrives(events)
         # The kept one links: discovered (the index followed the rename, not just the removal).
-        await api.ok(LINK, {"network": "tel", "networkId": kept}, token=kept_owner.token)
+        await linked(api, codes, kept_owner.token, "tel", kept)
         event = await asyncio.wait_for(events.get(), timeout=10)
         assert (event["name"], event["user"]["login"]) == ("Kept, renamed", kept_owner.login)
     tel_book = await all_contacts(api, uploader.token, "tel")
@@ -204,7 +220,9 @@ async def test_reupload_replaces_the_book_and_the_index_follows(api: Api, app: w
     assert len(await all_contacts(api, uploader.token)) == 1
 
 
-async def test_uploads_racing_links_never_miss_a_discovery(api: Api) -> None:
+async def test_uploads_racing_links_never_miss_a_discovery(
+    api: Api, app: web.Application, codes: CodeReceiver
+) -> None:
     """Large books keep each upload busy for a while; the links start one after the
     other during it, so they land before, between and after the upload's index
     writes and owner reads. Whatever the interleaving, every owner is found."""
@@ -219,12 +237,13 @@ async def test_uploads_racing_links_never_miss_a_discovery(api: Api) -> None:
 
     async def link_after(delay: float, token: str, phone: str) -> None:
         await asyncio.sleep(delay)
-        await api.ok(LINK, {"network": "tel", "networkId": phone}, token=token)
+        await linked(api, codes, token, "tel", phone)
 
     await asyncio.gather(
         *(upload(api, u.token, "tel", b) for u, b in zip(uploaders, books, strict=True)),
         *(link_after(i * 0.1, o.token, p) for i, (o, p) in enumerate(zip(linkers, phones, strict=True))),
     )
+    await fanouts_done(app)
     for n, uploader in enumerate(uploaders):
         found = {
             c["networkId"]: c["user"]["login"] for c in await all_contacts(api, uploader.token) if c["user"]
@@ -233,11 +252,11 @@ async def test_uploads_racing_links_never_miss_a_discovery(api: Api) -> None:
         assert found == {e164(p): o.login for o, p in expected}
 
 
-async def test_duplicates_collapse_and_emails_are_case_insensitive(api: Api) -> None:
+async def test_duplicates_collapse_and_emails_are_case_insensitive(api: Api, codes: CodeReceiver) -> None:
     owner = await api.sign_up("mail")
     uploader = await api.sign_up("mailbook")
     address = f"{owner.login}@Mail.Example.com"
-    await api.ok(LINK, {"network": "email", "networkId": address.upper()}, token=owner.token)
+    await linked(api, codes, owner.token, "email", address.upper())
     sync = await upload(
         api,
         uploader.token,
@@ -255,15 +274,14 @@ async def test_duplicates_collapse_and_emails_are_case_insensitive(api: Api) -> 
     assert sync["discovered"] == [{"login": owner.login}]
 
 
-async def test_contacts_pages_are_stable_and_cost_the_same_for_5_and_50(api: Api) -> None:
+async def test_contacts_pages_are_stable_and_cost_the_same_for_5_and_50(
+    api: Api, codes: CodeReceiver
+) -> None:
     owners = await asyncio.gather(*(api.sign_up("pgown") for _ in range(55)))
     uploader = await api.sign_up("pager")
     phones = [fresh_phone() for _ in owners]
     await asyncio.gather(
-        *(
-            api.ok(LINK, {"network": "tel", "networkId": p}, token=o.token)
-            for o, p in zip(owners, phones, strict=True)
-        )
+        *(linked(api, codes, o.token, "tel", p) for o, p in zip(owners, phones, strict=True))
     )
     await upload(
         api, uploader.token, "tel", [{"networkId": p, "name": f"T{i}"} for i, p in enumerate(phones)]
@@ -345,18 +363,18 @@ async def test_one_upload_per_book_at_a_time(api: Api, app: web.Application) -> 
     assert final in [sorted(e164(c["networkId"]) for c in b) for b in succeeded]
 
 
-async def test_identities_limit_and_networks(api: Api) -> None:
+async def test_identities_limit_and_networks(api: Api, codes: CodeReceiver) -> None:
     user = await api.sign_up("many")
     base = uuid.uuid4().int % 10**12
     for i in range(20):
-        await api.ok(LINK, {"network": "fb", "networkId": f"{base}{i:02d}"}, token=user.token)
-    too_many = await api.error(LINK, {"network": "tel", "networkId": fresh_phone()}, token=user.token)
-    assert too_many["extensions"] == {"code": "BAD_USER_INPUT", "field": "networkId"}
+        await linked(api, codes, user.token, "fb", f"{base}{i:02d}")
+    too_many = await link(api, codes, user.token, "tel", fresh_phone())
+    assert too_many.errors[0]["extensions"] == {"code": "BAD_USER_INPUT", "field": "networkId"}
     listed = (await api.ok(IDENTITIES, token=user.token))["me"]["identities"]
     assert len(listed) == 20
     assert {i["network"] for i in listed} == {"fb"}
     # Re-linking one already held is still fine at the limit.
-    await api.ok(LINK, {"network": "fb", "networkId": listed[0]["networkId"]}, token=user.token)
+    await linked(api, codes, user.token, "fb", listed[0]["networkId"])
 
 
 async def test_national_numbers_use_the_configured_country_code(api: Api, make_server: ServerFactory) -> None:
@@ -370,11 +388,13 @@ async def test_national_numbers_use_the_configured_country_code(api: Api, make_s
     assert rejected["extensions"] == {"code": "BAD_USER_INPUT", "field": "contacts[0].networkId"}
 
 
-async def test_identity_tables_hold_hashes_not_numbers(api: Api, app: web.Application) -> None:
+async def test_identity_tables_hold_hashes_not_numbers(
+    api: Api, app: web.Application, codes: CodeReceiver
+) -> None:
     owner = await api.sign_up("priv")
     uploader = await api.sign_up("privbook")
     phone = fresh_phone()
-    await api.ok(LINK, {"network": "tel", "networkId": phone}, token=owner.token)
+    await linked(api, codes, owner.token, "tel", phone)
     await upload(api, uploader.token, "tel", [{"networkId": phone, "name": "Private"}])
     settings = app[SERVICES].settings
     digest = identities.identity_hash(

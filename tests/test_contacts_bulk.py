@@ -15,7 +15,8 @@ from gateway.contacts.store import BOOK_BATCH
 from gateway.db.session import IN_CHUNK
 from tests.client import Api
 from tests.conftest import ServerFactory
-from tests.test_contacts_support import LINK, UPLOAD, all_contacts, e164, fresh_phone
+from tests.test_contacts_support import UPLOAD, all_contacts, e164, fresh_phone, linked
+from tests.webhook import CodeReceiver
 
 UPLOAD_COUNTS = """mutation($network: String!, $contacts: [ContactInput!]!) {
   uploadContacts(network: $network, contacts: $contacts) {
@@ -39,11 +40,13 @@ def writes_of(size: int) -> int:
     return size + math.ceil(size / BOOK_BATCH)
 
 
-async def test_upload_of_5000_contacts_batches_the_owner_lookups(api: Api, app: web.Application) -> None:
+async def test_upload_of_5000_contacts_batches_the_owner_lookups(
+    api: Api, app: web.Application, codes: CodeReceiver
+) -> None:
     owners = await asyncio.gather(*(api.sign_up("bulkown") for _ in range(3)))
     phones = [fresh_phone() for _ in owners]
     for owner, phone in zip(owners, phones, strict=True):
-        await api.ok(LINK, {"network": "tel", "networkId": phone}, token=owner.token)
+        await linked(api, codes, owner.token, "tel", phone)
     big, small = await api.sign_up("bulk"), await api.sign_up("bulksmall")
 
     contacts = book(5000, phones)

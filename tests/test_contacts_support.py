@@ -12,13 +12,22 @@ from aiohttp import web
 from gql import GraphQLRequest
 
 from gateway.app import SERVICES
+from gateway.contacts import identities
 from gateway.contacts.discovery import contacts_channel
 from gateway.contacts.identities import Identity, identity_hash
+from gateway.contacts.jobs import SHARDS, FanoutJobs
 from gateway.graph.pubsub import InProcessPubSub
-from tests.client import Api
+from tests.client import Api, Response
+from tests.webhook import CodeReceiver
 
-LINK = """mutation($network: String!, $networkId: String!) {
-  linkIdentity(network: $network, networkId: $networkId) { network networkId linkedAt }
+REQUEST = """mutation($network: String!, $networkId: String!) {
+  requestIdentityVerification(network: $network, networkId: $networkId)
+}"""
+LINK = """mutation($network: String!, $networkId: String!, $code: String!) {
+  linkIdentity(network: $network, networkId: $networkId, code: $code) { network networkId linkedAt }
+}"""
+UNLINK = """mutation($network: String!, $networkId: String!) {
+  unlinkIdentity(network: $network, networkId: $networkId)
 }"""
 UPLOAD = """mutation($network: String!, $contacts: [ContactInput!]!) {
   uploadContacts(network: $network, contacts: $contacts) {
@@ -34,6 +43,30 @@ CONTACTS = """query($first: Int, $after: String, $network: String) {
 }"""
 IDENTITIES = "{ me { identities { network networkId linkedAt } } }"
 DISCOVERED = "subscription { contactDiscovered { network networkId name discoveredAt user { login } } }"
+
+
+def normalised(network: str, network_id: str) -> str:
+    return identities.normalise(identities.network(network), network_id, "networkId")
+
+
+async def request_code(api: Api, codes: CodeReceiver, token: str, network: str, network_id: str) -> str:
+    """Ask for a code and read it where the operator's sender received it."""
+    variables = {"network": network, "networkId": network_id}
+    assert (await api.ok(REQUEST, variables, token=token))["requestIdentityVerification"] is True
+    return codes.last_code(identities.network(network), normalised(network, network_id))
+
+
+async def link(api: Api, codes: CodeReceiver, token: str, network: str, network_id: str) -> Response:
+    """The whole verified link: request a code, receive it, link with it."""
+    code = await request_code(api, codes, token, network, network_id)
+    return await api.call(LINK, {"network": network, "networkId": network_id, "code": code}, token=token)
+
+
+async def linked(api: Api, codes: CodeReceiver, token: str, network: str, network_id: str) -> dict[str, Any]:
+    response = await link(api, codes, token, network, network_id)
+    assert not response.errors, response.errors
+    assert response.data is not None
+    return response.data["linkIdentity"]
 
 
 def fresh_phone() -> str:
@@ -109,3 +142,16 @@ async def nothing_arrives(events: asyncio.Queue, seconds: float = 0.5) -> bool:
     except TimeoutError:
         return True
     return False
+
+
+async def fanouts_done(app: web.Application, within: float = 120.0) -> None:
+    """Wait (bounded) until no fan-out job of a linked identity is left in any shard."""
+    jobs = FanoutJobs(app[SERVICES].db)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        pending = [job for shard in range(SHARDS) for job in await jobs.waiting(shard, 1)]
+        if not pending:
+            return
+        assert loop.time() < deadline, f"fan-out jobs still pending: {pending}"
+        await asyncio.sleep(0.1)

@@ -40,7 +40,8 @@ async def account(api: Api) -> Account:
 async def test_link_identity_rejects_bad_input(
     api: Api, account: Account, network: str, network_id: str, field: str
 ) -> None:
-    error = await api.error(LINK, {"network": network, "networkId": network_id}, token=account.token)
+    variables = {"network": network, "networkId": network_id, "code": "123456"}
+    error = await api.error(LINK, variables, token=account.token)
     assert error["extensions"] == {"code": "BAD_USER_INPUT", "field": field}
     assert (await api.ok(IDENTITIES, token=account.token))["me"]["identities"] == []
 
@@ -113,7 +114,7 @@ async def test_a_cursor_of_one_network_does_not_page_another(api: Api) -> None:
 
 
 async def test_signed_out_callers_are_unauthenticated(api: Api) -> None:
-    link = await api.error(LINK, {"network": "tel", "networkId": "+447912345678"})
+    link = await api.error(LINK, {"network": "tel", "networkId": "+447912345678", "code": "123456"})
     assert link["extensions"]["code"] == "UNAUTHENTICATED"
     upload = await api.error(UPLOAD, {"network": "tel", "contacts": []})
     assert upload["extensions"]["code"] == "UNAUTHENTICATED"

@@ -23,10 +23,11 @@ from gateway.settings import Settings
 from tests.client import Account, Api
 from tests.processes import Gateway, start_gateway
 from tests.redis_helpers import WAIT, redis_server, wait_subscribers
-from tests.test_contacts_support import DISCOVERED, LINK, UPLOAD, fresh_phone
+from tests.test_contacts_support import DISCOVERED, UPLOAD, fresh_phone, linked
 from tests.test_messenger import send
 from tests.test_messenger_concurrency import concurrent_sends_count_exactly
 from tests.test_rooms import DELETE, JOIN, create_room
+from tests.webhook import CodeReceiver
 
 RECEIVED = "subscription { messageReceived { id content sender { login } } }"
 ROOM = "subscription($r: String!) { roomMessages(room: $r) { content systemMessage } }"
@@ -120,7 +121,10 @@ async def test_a_room_deleted_on_a_ends_the_subscription_on_b(
 
 
 async def test_a_contact_discovered_on_a_is_announced_on_b(
-    gateways: tuple[Gateway, Gateway, Gateway], broker: RedisServer, base_settings: Settings
+    gateways: tuple[Gateway, Gateway, Gateway],
+    broker: RedisServer,
+    base_settings: Settings,
+    codes: CodeReceiver,
 ) -> None:
     a, b, _ = gateways
     uploader = await a.api.sign_up("book")
@@ -131,7 +135,7 @@ async def test_a_contact_discovered_on_a_is_announced_on_b(
     )
     async with _subscription(b.api, uploader, DISCOVERED) as on_b:
         await wait_subscribers(broker.url, _channel(base_settings, contacts_channel(uploader.login)), 1)
-        await a.api.ok(LINK, {"network": "tel", "networkId": phone}, token=owner.token)
+        await linked(a.api, codes, owner.token, "tel", phone)
         event = await asyncio.wait_for(on_b.get(), WAIT)
         assert event["contactDiscovered"]["user"] == {"login": owner.login}
         assert event["contactDiscovered"]["name"] == "Late"

@@ -19,9 +19,10 @@ from tests.conftest import ServerFactory
 from tests.mail_helpers import SEND as SEND_EMAIL
 from tests.mail_helpers import email_input
 from tests.test_blog_support import ADD_COMMENT, comment_input, publish
-from tests.test_contacts_support import LINK, UPLOAD, fresh_phone
+from tests.test_contacts_support import UPLOAD, fresh_phone, linked
 from tests.test_rooms import POST as POST_ROOM_MESSAGE
 from tests.test_rooms import create_room
+from tests.webhook import CodeReceiver
 
 SIGN_IN = "mutation($l: String!, $p: String!) { signIn(login: $l, password: $p) { token user { login } } }"
 SEND_MESSAGE = "mutation($to: String!, $c: String!) { sendMessage(to: $to, content: $c) { id } }"
@@ -197,12 +198,14 @@ async def test_contact_uploads_are_limited_per_user(make_server: ServerFactory) 
     assert not (await upload(api, other, [fresh_phone()])).errors
 
 
-async def test_identities_answered_with_a_user_are_capped_per_day(make_server: ServerFactory) -> None:
+async def test_identities_answered_with_a_user_are_capped_per_day(
+    make_server: ServerFactory, codes: CodeReceiver
+) -> None:
     api, _ = await make_server(rate_identity_lookups="3/d")
     owners = [await api.sign_up(f"own{i}") for i in range(5)]
     phones = [fresh_phone() for _ in owners]
     for owner, phone in zip(owners, phones, strict=True):
-        await api.ok(LINK, {"network": "tel", "networkId": phone}, token=owner.token)
+        await linked(api, codes, owner.token, "tel", phone)
     mapper = await api.sign_up("mapper")
     strangers = [fresh_phone() for _ in range(10)]
 

@@ -18,7 +18,7 @@ from tests.cli import run_cli
         ("CASSANDRA_REQUEST_TIMEOUT", "soon", "CASSANDRA_REQUEST_TIMEOUT must be a number, got 'soon'"),
         ("GATEWAY_QUERY_METRICS", "maybe", "GATEWAY_QUERY_METRICS must be 1/0, true/false, yes/no or on/off"),
         ("GATEWAY_REDIS_PORT", "70000", "GATEWAY_REDIS_PORT must be a port number, got 70000"),
-        ("MAIL_BUCKET", "week", "MAIL_BUCKET must be 'month', 'day' or '<N>s', got 'week'"),
+        ("MAIL_BUCKET", "week", "MAIL_BUCKET must be 'year', 'month', 'day' or '<N>s', got 'week'"),
         ("GATEWAY_BROKER_URL", "localhost:6379", "GATEWAY_BROKER_URL must be redis://host:port/db"),
         ("GATEWAY_DRAIN_SECONDS", "-1", "GATEWAY_DRAIN_SECONDS must be 0 or more, got -1.0"),
         ("GATEWAY_RATE_SENDS", "lots", "GATEWAY_RATE_SENDS: expected '<count>/<period>'"),
@@ -48,7 +48,7 @@ def test_create_app_rejects_invalid_settings(base_settings: Settings) -> None:
     with pytest.raises(SettingsError) as raised:
         create_app(replace(base_settings, room_bucket="fortnight", redis_port=-1))
     assert raised.value.variable == "GATEWAY_REDIS_PORT"
-    assert "ROOM_BUCKET must be 'month', 'day' or '<N>s', got 'fortnight'" in raised.value.message
+    assert "ROOM_BUCKET must be 'year', 'month', 'day' or '<N>s', got 'fortnight'" in raised.value.message
 
 
 def test_a_real_cluster_needs_a_pepper_of_its_own(base_settings: Settings) -> None:

@@ -8,6 +8,7 @@ from datetime import datetime
 from uuid import UUID
 
 from gateway.db.clock import new_timeuuid, time_of
+from gateway.db.idempotency import KeyClaim, MutationKeys
 from gateway.db.session import Database, Row
 from gateway.db.timeline import (
     BucketedTimeline,
@@ -58,9 +59,18 @@ class CommentStore:
     def __init__(self, db: Database, settings: Settings) -> None:
         self.db = db
         self.granularity = validate_granularity(settings.blog_comment_bucket)
+        self.keys = MutationKeys(db)
 
-    async def add(self, slug: str, *, name: str, email: str, text: str) -> CommentRecord:
+    async def add(
+        self, slug: str, *, name: str, email: str, text: str, client_key: str | None = None
+    ) -> CommentRecord:
         """Store a comment, then count it.
+
+        With ``client_key`` the comment's id is claimed under the key first
+        (``gateway/db/idempotency.py``): a retry returns the stored comment, or
+        writes it under the claimed id if the first request never did, and the
+        counter moves for exactly one of them. Comments are anonymous, so keys
+        are scoped by post.
 
         The comment and its bucket's entry in ``comment_buckets`` go in one
         LOGGED batch (two partitions): a comment whose bucket is not listed
@@ -70,7 +80,18 @@ class CommentStore:
         comment that is not there; a counter increment is not idempotent and is
         not retried.
         """
-        comment = CommentRecord(id=new_timeuuid(), slug=slug, name=name, email=email, text=text)
+        comment_id = new_timeuuid()
+        claim: KeyClaim | None = None
+        if client_key is not None:
+            claim = await self.keys.claim("", f"addComment:{slug}", client_key, str(comment_id))
+            comment_id = UUID(claim.result)
+            if not claim.first:
+                stored = await self.get(slug, comment_id)
+                if stored is not None:
+                    if await self.keys.take_count(claim):
+                        await self._count(slug)
+                    return stored
+        comment = CommentRecord(id=comment_id, slug=slug, name=name, email=email, text=text)
         bucket = bucket_of_timeuuid(comment.id, self.granularity)
         await self.db.batch(
             [
@@ -82,8 +103,22 @@ class CommentStore:
             ],
             logged=True,
         )
-        await self.db.execute("UPDATE comment_counts SET comments = comments + 1 WHERE slug = ?", (slug,))
+        if claim is None or await self.keys.take_count(claim):
+            await self._count(slug)
         return comment
+
+    async def _count(self, slug: str) -> None:
+        await self.db.execute("UPDATE comment_counts SET comments = comments + 1 WHERE slug = ?", (slug,))
+
+    async def get(self, slug: str, comment_id: UUID) -> CommentRecord | None:
+        bucket = bucket_of_timeuuid(comment_id, self.granularity)
+        row = (
+            await self.db.execute(
+                "SELECT id, name, email, text FROM comments WHERE slug = ? AND bucket = ? AND id = ?",
+                (slug, bucket, comment_id),
+            )
+        ).one()
+        return CommentRecord.from_row(row, slug) if row else None
 
     async def page(self, slug: str, *, first: int, after: Position | None) -> Page[CommentRecord]:
         """A post's comments, oldest first, across its buckets."""
@@ -102,19 +137,21 @@ class CommentStore:
 
         A counter increment that failed (or timed out) after its comment was
         stored leaves the count one short, and one cannot be retried safely.
-        Counting the thread's partitions gives the truth; the counter is moved
+        Counting the thread's partitions (keyed slices, never a whole partition in
+        one read) gives the truth; the counter is moved
         by the difference. A comment arriving during the recount may be counted
         twice or not at all, so run it while the thread is quiet (or twice).
         """
         stored = 0
         for bucket in await _THREAD.buckets(self.db, (slug,)):
-            result = await self.db.execute(
-                "SELECT COUNT(*) AS n FROM comments WHERE slug = ? AND bucket = ?", (slug, bucket)
-            )
-            stored += int(result.rows[0]["n"])
+            stored += len(await _THREAD.bucket_items(self.db, (slug,), bucket, _counted))
         before = (await self.counts([slug])).get(slug, 0)
         if stored != before:
             await self.db.execute(
                 "UPDATE comment_counts SET comments = comments + ? WHERE slug = ?", (stored - before, slug)
             )
         return before, stored
+
+
+def _counted(row: Row) -> None:
+    """Recounts need the rows, not their values."""

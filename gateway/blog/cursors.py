@@ -1,17 +1,22 @@
-"""The blog's cursors: (bucket, timeuuid) for bucketed timelines, a timeuuid for an author's list.
+"""The blog's cursors: (bucket, timeuuid) for every list of posts and comments.
 
-Both are opaque to clients. A cursor that does not decode, or names something
+They are opaque to clients. A cursor that does not decode, or names something
 Cassandra could not compare against (an id that is not a timeuuid, a bucket
 outside ``int``), is ``BAD_USER_INPUT`` on ``after`` instead of a server error.
+
+An author's list issued cursors of the timeuuid alone before it was bucketed;
+clients may hold such cursors across the upgrade, so they are still accepted:
+a post's bucket follows from its id.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from uuid import UUID
 
 from gateway.db.timeline import Position
 from gateway.errors import BadUserInput
-from gateway.graph.pagination import decode_cursor, decode_position, encode_cursor
+from gateway.graph.pagination import decode_cursor, decode_position
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
@@ -29,18 +34,20 @@ def timeline_position(after: str | None) -> Position | None:
     return position
 
 
-def author_cursor(post_id: UUID) -> str:
-    return encode_cursor({"i": str(post_id)})
-
-
-def author_position(after: str | None) -> UUID | None:
-    payload = decode_cursor(after)
-    if payload is None:
+def author_position(after: str | None, place: Callable[[UUID], Position]) -> Position | None:
+    """A position in an author's list: a (bucket, timeuuid) cursor, or an older cursor
+    of the timeuuid alone, placed by ``place``."""
+    if after is None:
         return None
     try:
-        post_id = UUID(str(payload["i"]))
+        return timeline_position(after)
+    except BadUserInput:
+        pass
+    payload = decode_cursor(after)
+    try:
+        post_id = UUID(str(payload["i"])) if payload is not None else None
     except (KeyError, ValueError) as exc:
         raise _invalid() from exc
-    if post_id.version != 1:
+    if post_id is None or post_id.version != 1:
         raise _invalid()
-    return post_id
+    return place(post_id)

@@ -10,12 +10,14 @@ from strawberry.types import Info
 
 from gateway.blog import rules
 from gateway.blog.comment_store import CommentRecord, CommentStore
-from gateway.blog.cursors import author_cursor, author_position, timeline_position
+from gateway.blog.cursors import author_position, timeline_position
 from gateway.blog.loaders import comment_count_loader, post_count_loader, post_loader
 from gateway.blog.store import ALL_POSTS, PostDraft, PostRecord, PostStore, PostSummary
 from gateway.errors import Conflict, NotFound
+from gateway.graph import validation
 from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
+from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
@@ -44,7 +46,7 @@ class Comment:
 
 
 @strawberry.type(description="A blog post, addressed by its slug.")
-class Post:
+class Post(Node):
     """What the record says is filled at construction (plain attributes resolve on
     Strawberry's fast path); a list also hands each post the authors, comment
     counts and bodies its query selects, loaded once for the whole page."""
@@ -74,6 +76,7 @@ class Post:
         if body is None and isinstance(post, PostRecord):
             body = post.body
         return cls(
+            id=global_id("Post", post.slug),
             slug=post.slug,
             title=post.title,
             tags=list(post.tags),
@@ -165,6 +168,11 @@ class PostInput:
     tags: list[str] = strawberry.field(
         default_factory=list, description="At most 10, each 1-30 of [a-z0-9-]."
     )
+    client_mutation_id: str | None = strawberry.field(
+        default=None,
+        description="An idempotency key you generate (a UUID): a retry with the same key publishes "
+        "nothing twice and returns the first post.",
+    )
 
 
 @strawberry.input(description="A comment. Commenters do not sign in; the email is never shown.")
@@ -172,16 +180,26 @@ class CommentInput:
     name: str = strawberry.field(description="1-100 characters.")
     email: str
     text: str = strawberry.field(description="1-4000 characters after trimming.")
+    client_mutation_id: str | None = strawberry.field(
+        default=None,
+        description="An idempotency key you generate (a UUID): a retry with the same key on the same "
+        "post stores no second comment and returns the first.",
+    )
+
+
+async def post_node(info: Info, slug: str) -> Post | None:
+    """A post by slug, None when there is none (``post`` and ``node``)."""
+    if not rules.is_slug(slug):
+        return None
+    record = await context_of(info).loader(post_loader).load(slug)
+    return Post.of(record) if record else None
 
 
 @strawberry.type
 class BlogQuery:
     @strawberry.field(description="A post by slug; null when there is none.")
     async def post(self, info: Info, slug: str) -> Post | None:
-        if not rules.is_slug(slug):
-            return None
-        record = await context_of(info).loader(post_loader).load(slug)
-        return Post.of(record) if record else None
+        return await post_node(info, slug)
 
     @strawberry.field(description="Posts newest first: those tagged `tag`, or all posts without one.")
     async def posts(
@@ -210,6 +228,9 @@ class BlogMutation:
     )
     async def publish_post(self, info: Info, input: PostInput) -> Post:
         context = context_of(info)
+        client_key = validation.idempotency_key(input.client_mutation_id)
+        if client_key is not None:
+            context.sent_with_key(info)
         author = await context.require_viewer()
         draft = PostDraft(
             slug=rules.slug(input.slug),
@@ -218,7 +239,10 @@ class BlogMutation:
             body=rules.body(input.body),
             tags=tuple(rules.tags(input.tags)),
         )
-        published = await context.store(PostStore).publish(draft)
+        posts = context.store(PostStore)
+        published = await (
+            posts.publish(draft) if client_key is None else posts.publish_keyed(draft, client_key)
+        )
         if published is None:
             raise Conflict(f"The slug '{draft.slug}' is taken.", field="slug")
         return Post.of(published.post)
@@ -226,6 +250,9 @@ class BlogMutation:
     @strawberry.mutation(description="Comment on a post; no sign-in needed. NOT_FOUND for a missing post.")
     async def add_comment(self, info: Info, slug: str, input: CommentInput) -> Comment:
         context = context_of(info)
+        client_key = validation.idempotency_key(input.client_mutation_id)
+        if client_key is not None:
+            context.sent_with_key(info)
         key = rules.slug(slug)
         name = rules.commenter_name(input.name)
         email = rules.commenter_email(input.email)
@@ -233,7 +260,9 @@ class BlogMutation:
         await context.rate_limit(Limit.COMMENT)
         if await context.loader(post_loader).load(key) is None:
             raise NotFound(f"No post '{key}'.")
-        record = await context.store(CommentStore).add(key, name=name, email=email, text=text)
+        record = await context.store(CommentStore).add(
+            key, name=name, email=email, text=text, client_key=client_key
+        )
         return Comment.of(record)
 
 
@@ -252,10 +281,11 @@ class BlogUser:
         self, info: Info, first: int | None = AUTHOR_POSTS_PAGE, after: str | None = None
     ) -> Connection[Post]:
         size = page_size(info, first, AUTHOR_POSTS_PAGE)
-        past = author_position(after)
         store = context_of(info).store(PostStore)
-        posts, has_next = await store.by_author(self.login, first=size, after=past)
-        nodes = await Post.list_of(info, posts)
+        position = author_position(after, store.author_position)
+        page = await store.by_author(self.login, first=size, after=position)
+        nodes = await Post.list_of(info, [summary for _, summary in page.items])
         return Connection.of(
-            [(author_cursor(post.id), node) for post, node in zip(posts, nodes, strict=True)], has_next
+            [(position_cursor(pos), node) for (pos, _), node in zip(page.items, nodes, strict=True)],
+            page.has_next,
         )

@@ -9,6 +9,7 @@ from datetime import datetime
 from uuid import UUID
 
 from gateway.db.clock import new_timeuuid, time_of
+from gateway.db.idempotency import KeyClaim, MutationKeys
 from gateway.db.session import Database, Params, Row
 from gateway.db.timeline import (
     BucketedTimeline,
@@ -91,6 +92,16 @@ _TAG_TIMELINE = BucketedTimeline(
     newest_first=True,
 )
 
+#: An author's posts (``User.posts``), bucketed by ``BLOG_AUTHOR_BUCKET``.
+AUTHOR_TIMELINE = BucketedTimeline(
+    items="posts_by_author_bucket",
+    index="post_buckets_by_author",
+    key=("author",),
+    item_id="id",
+    columns="id, slug, title, tags",
+    newest_first=True,
+)
+
 
 class PostStore:
     """Posts and the timelines they are filed in.
@@ -102,15 +113,38 @@ class PostStore:
     slice plus one read of the small bucket index. Bucket numbers of different
     granularities do not interleave in time order, so the granularity is fixed
     for a keyspace's life.
+
+    An author's list is bucketed the same way by ``BLOG_AUTHOR_BUCKET`` (a year
+    by default: one author's year stays within the size of a platform's month,
+    and a page of an occasional writer is still one bucket slice).
     """
 
     def __init__(self, db: Database, settings: Settings) -> None:
         self.db = db
         self.granularity = validate_granularity(settings.blog_post_bucket)
+        self.author_granularity = validate_granularity(settings.blog_author_bucket)
+        self.keys = MutationKeys(db)
 
     # -- publishing ---------------------------------------------------------
 
-    async def publish(self, draft: PostDraft) -> Published | None:
+    async def publish_keyed(self, draft: PostDraft, client_key: str) -> Published | None:
+        """:meth:`publish` under an idempotency key (``gateway/db/idempotency.py``).
+
+        The key claims the slug for the author: a retry returns the post the
+        first request published, whatever slug it names, re-filed (idempotent);
+        and the author's counter moves for exactly one of them.
+        """
+        claim = await self.keys.claim(draft.author, "publishPost", client_key, draft.slug)
+        if not claim.first:
+            existing = (await self.get_many([claim.result])).get(claim.result)
+            if existing is not None and existing.author == draft.author:
+                await self._file(existing)
+                if await self.keys.take_count(claim):
+                    await self._count_post(existing.author)
+                return Published(existing, created=False)
+        return await self.publish(draft, claim)
+
+    async def publish(self, draft: PostDraft, key_claim: KeyClaim | None = None) -> Published | None:
         """Claim the slug, count the post, file it in its timelines; None when the slug is taken.
 
         The claim is ``INSERT ... IF NOT EXISTS``: of any number of concurrent
@@ -120,7 +154,9 @@ class PostStore:
         ``UNAVAILABLE`` that struck after the claim, and it files the post again
         (the filing writes are idempotent) instead of failing: that is how a
         post whose filing never landed heals. Only the winner of the claim moves
-        the author's post counter, so retries never count a post twice.
+        the author's post counter, so retries never count a post twice; under an
+        idempotency key (``key_claim``) the one request of the key that takes the
+        count moves it, so a winner that died before counting is made up for.
         """
         item_id = new_timeuuid()
         claim = await self.db.execute(
@@ -146,7 +182,7 @@ class PostStore:
                 body=draft.body,
             )
             outcomes = await asyncio.gather(
-                self._count_post(post.author), self._file(post), return_exceptions=True
+                self._count_post(post.author, key_claim), self._file(post), return_exceptions=True
             )
             for outcome in outcomes:
                 if isinstance(outcome, BaseException):
@@ -159,22 +195,30 @@ class PostStore:
         if not existing.same_content_as(draft):
             return None
         await self._file(existing)
+        if key_claim is not None and await self.keys.take_count(key_claim):
+            await self._count_post(existing.author)
         return Published(existing, created=False)
 
-    async def _count_post(self, author: str) -> None:
+    async def _count_post(self, author: str, claim: KeyClaim | None = None) -> None:
+        """One more post of ``author``; under a key, only if no other request of it counted."""
+        if claim is not None and not await self.keys.take_count(claim):
+            return
         await self.db.execute("UPDATE post_counts SET posts = posts + 1 WHERE author = ?", (author,))
 
     async def _file(self, post: PostRecord) -> None:
         """File the post under each of its tags, under "all posts" and under its author.
 
-        One LOGGED batch, on purpose: these rows live in up to 23 partitions of
-        three tables. Cassandra writes a logged batch to its batchlog before
+        One LOGGED batch, on purpose: these rows live in up to 26 partitions of
+        five tables. Cassandra writes a logged batch to its batchlog before
         applying it, so once the batch is accepted every row lands, even if the
         coordinator dies halfway; separate (or unlogged) writes could leave a
         post listed under "all posts" but missing from its tag or its author's
         list for good. The batch is idempotent (the same keys and values each
         time), so a retry may safely send it again. At most ~16 KB (10 tags of
         200-character titles), under Cassandra's 50 KB batch limit.
+
+        The author's row goes both to the bucketed list and to the unbucketed
+        ``posts_by_author`` that gateways of the previous release read.
         """
         bucket = bucket_of_timeuuid(post.id, self.granularity)
         tags = list(post.tags)
@@ -188,6 +232,9 @@ class PostStore:
                     (tag, bucket, post.id, post.slug, post.title, post.author, tags),
                 )
             )
+        author_bucket = bucket_of_timeuuid(post.id, self.author_granularity)
+        statements.append(AUTHOR_TIMELINE.add_bucket((post.author,), author_bucket))
+        statements.append(author_row(post, author_bucket))
         statements.append(
             (
                 "INSERT INTO posts_by_author (author, id, slug, title, tags) VALUES (?, ?, ?, ?, ?)",
@@ -209,25 +256,15 @@ class PostStore:
             self.db, (tag,), lambda row: _summary(row, row["author"]), first=first, after=after
         )
 
-    async def by_author(
-        self, author: str, *, first: int, after: UUID | None
-    ) -> tuple[list[PostSummary], bool]:
-        """An author's posts, newest first: one slice of one partition; (posts, has_next)."""
-        limit = first + 1
-        if after is None:
-            result = await self.db.execute(
-                "SELECT id, slug, title, tags FROM posts_by_author WHERE author = ? LIMIT ?",
-                (author, limit),
-                fetch_size=limit,
-            )
-        else:
-            result = await self.db.execute(
-                "SELECT id, slug, title, tags FROM posts_by_author WHERE author = ? AND id < ? LIMIT ?",
-                (author, after, limit),
-                fetch_size=limit,
-            )
-        posts = [_summary(row, author) for row in result.rows]
-        return posts[:first], len(posts) > first
+    async def by_author(self, author: str, *, first: int, after: Position | None) -> Page[PostSummary]:
+        """An author's posts, newest first, across the author's buckets."""
+        return await AUTHOR_TIMELINE.page(
+            self.db, (author,), lambda row: _summary(row, author), first=first, after=after
+        )
+
+    def author_position(self, post_id: UUID) -> Position:
+        """Where ``post_id`` sits in its author's list (a cursor that carries only the id)."""
+        return Position(bucket_of_timeuuid(post_id, self.author_granularity), post_id)
 
     async def post_counts(self, authors: Iterable[str]) -> dict[str, int]:
         """``User.postCount`` of many authors: one ``IN`` read per 100."""
@@ -239,12 +276,17 @@ class PostStore:
 
         The counter is incremented apart from the post's filing (counters cannot
         join a logged batch), so a lost increment leaves ``postCount`` short.
-        Like comment recounts, run it while the author is not publishing.
+        Like comment recounts, run it while the author is not publishing; for
+        maintenance commands only. One count per bucket: no statement reads more
+        than one bucket's partition.
         """
-        result = await self.db.execute(
-            "SELECT COUNT(*) AS n FROM posts_by_author WHERE author = ?", (author,)
-        )
-        stored = int(result.rows[0]["n"])
+        stored = 0
+        for bucket in await AUTHOR_TIMELINE.buckets(self.db, (author,)):
+            result = await self.db.execute(
+                "SELECT COUNT(*) AS n FROM posts_by_author_bucket WHERE author = ? AND bucket = ?",
+                (author, bucket),
+            )
+            stored += int(result.rows[0]["n"])
         before = (await self.post_counts([author])).get(author, 0)
         if stored != before:
             await self.db.execute(
@@ -256,6 +298,15 @@ class PostStore:
         """(slug, author) of every post: a full scan, for maintenance commands only."""
         rows = await self.db.execute_all("SELECT slug, author FROM posts", fetch_size=1000)
         return [(row["slug"], row["author"]) for row in rows if row["author"] is not None]
+
+
+def author_row(post: PostSummary, bucket: int) -> tuple[str, Params]:
+    """The idempotent write of ``post``'s row in its author's bucketed list."""
+    return (
+        "INSERT INTO posts_by_author_bucket (author, bucket, id, slug, title, tags)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (post.author, bucket, post.id, post.slug, post.title, list(post.tags)),
+    )
 
 
 def _summary(row: Row, author: str) -> PostSummary:

@@ -4,12 +4,20 @@ Two operations can discover the same connection, and the order of their
 writes and reads guarantees that at least one of them does:
 
 - ``upload_contacts`` writes the reverse index, *then* reads the owners;
-- ``link_identity`` writes the claim, *then* reads the reverse index.
+- ``link_identity`` writes the claim, *then* a fan-out job, and the job's
+  worker reads the reverse index page by page (``fanout.py``).
 
-Whichever of the two reads comes second sees the other's write (each write is
-acknowledged at LOCAL_QUORUM before its read at LOCAL_QUORUM starts), so a
-contact is never left undiscovered when an upload and a link race. Both may
-see each other; recording a discovery is idempotent.
+Take an upload's index row and the owner read after it. If that read starts
+after the claim was acknowledged, it sees the owner. Otherwise the index row
+was acknowledged before the claim, hence before the job was written, hence
+before any page of the job is read: whichever worker reads the page that
+holds the row sees it (each write is acknowledged at LOCAL_QUORUM before the
+reads that follow it start, at LOCAL_QUORUM). The job is durable and a job
+whose worker dies is continued from its last recorded page by another, so
+every page is read in the end. A link that finds a job of the same identity
+and owner still running writes none: that job also started after the claim,
+so the same argument covers it. Both sides may see each other; recording a
+discovery is idempotent and announced only by whoever records it first.
 
 The reverse index always covers the stored books (index rows are written
 before book rows and deleted after them): an index row without a book row is
@@ -22,12 +30,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from gateway.contacts import identities
 from gateway.contacts.identities import Identity
+from gateway.contacts.jobs import FANOUT_CHANNEL, FanoutJobs, JobKey
 from gateway.contacts.store import BookEntry, ContactStore, LinkedIdentity
+from gateway.contacts.verifier import Verifier
 from gateway.db import clock
 from gateway.db.session import Database
 from gateway.errors import BadUserInput, Conflict
@@ -36,7 +48,11 @@ from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 MAX_CONTACTS_PER_UPLOAD = 5000
+#: Uploaders an unlink reads per slice of the identity's index partition.
+UNLINK_PAGE = 500
 NAME_MAX = 100
 #: Identities one user may link; keeps ``me.identities`` a short list and limits squatting.
 MAX_IDENTITIES_PER_USER = 20
@@ -68,7 +84,7 @@ class SyncResult:
     discovered: list[str]
 
 
-Publish = Callable[[str, Discovery], Awaitable[None]]
+Publish = Callable[[str, object], Awaitable[None]]
 #: Charges a user for identities an upload answers with their owner (the count; 0 asks
 #: whether anything is left); raises RateLimited when over the limit.
 ChargeLookups = Callable[[int], Awaitable[None]]
@@ -79,8 +95,10 @@ class ContactDirectory:
 
     def __init__(self, db: Database, settings: Settings) -> None:
         self.store = ContactStore(db, settings)
+        self.jobs = FanoutJobs(db)
         self.pepper = settings.contacts_identity_pepper.encode()
         self.country_code = identities.country_code(settings.contacts_default_country_code)
+        self.verifier = Verifier(db, settings, self.pepper)
 
     def identity(self, network: str, network_id: str, field: str = "networkId") -> tuple[Identity, bytes]:
         """Validated, normalised, and hashed."""
@@ -89,20 +107,44 @@ class ContactDirectory:
         identity = Identity(name, normalised)
         return identity, identities.identity_hash(self.pepper, identity)
 
-    # -- linkIdentity -------------------------------------------------------
+    # -- requestIdentityVerification / linkIdentity / unlinkIdentity -----------
+
+    async def request_verification(self, login: str, network: str, network_id: str) -> None:
+        """Send ``login`` a one-time code for the identity (see ``verifier.py``)."""
+        identity, identity_hash = self.identity(network, network_id)
+        await self.verifier.request(login, identity, identity_hash)
 
     async def link_identity(
+        self, login: str, network: str, network_id: str, code: str, publish: Publish | None = None
+    ) -> LinkedIdentity:
+        """Link the identity once ``code`` proves ``login`` received the code sent to it."""
+        identity, identity_hash = self.identity(network, network_id)
+        await self._check_room_for(login, identity_hash)
+        await self.verifier.check(login, identity_hash, code)
+        return await self._link(login, identity, identity_hash, publish)
+
+    async def link_verified(
         self, login: str, network: str, network_id: str, publish: Publish | None = None
+    ) -> LinkedIdentity:
+        """Link without a code: for the demo seed and benchmarks, which own their identities.
+        No GraphQL operation reaches this."""
+        identity, identity_hash = self.identity(network, network_id)
+        await self._check_room_for(login, identity_hash)
+        return await self._link(login, identity, identity_hash, publish)
+
+    async def _check_room_for(self, login: str, identity_hash: bytes) -> None:
+        mine = await self.store.identities_of(login)
+        if len(mine) >= MAX_IDENTITIES_PER_USER and all(i.identity_hash != identity_hash for i in mine):
+            raise BadUserInput("networkId", f"You can link at most {MAX_IDENTITIES_PER_USER} identities.")
+
+    async def _link(
+        self, login: str, identity: Identity, identity_hash: bytes, publish: Publish | None
     ) -> LinkedIdentity:
         """Claim the identity for ``login`` and let everyone who has it in a book discover them.
 
         Linking an identity you hold already is harmless and completes whatever an
         earlier link was cut short before (the identity list, the discoveries).
         """
-        identity, identity_hash = self.identity(network, network_id)
-        mine = await self.store.identities_of(login)
-        if len(mine) >= MAX_IDENTITIES_PER_USER and all(i.identity_hash != identity_hash for i in mine):
-            raise BadUserInput("networkId", f"You can link at most {MAX_IDENTITIES_PER_USER} identities.")
         claim = await self.store.claim(identity_hash, identity.network, login, clock.now())
         if claim.login != login:
             raise Conflict(f"This {identity.network} identity is linked to another user.", field="networkId")
@@ -111,35 +153,54 @@ class ContactDirectory:
         await self._tell_uploaders(linked, login, publish)
         return linked
 
-    async def _tell_uploaders(self, linked: LinkedIdentity, owner: str, publish: Publish | None) -> None:
-        """Record the owner on every book row of this identity that lacks it, then notify.
+    async def unlink_identity(self, login: str, network: str, network_id: str) -> bool:
+        """Release an identity ``login`` holds; False when they do not hold it.
 
-        Each row is read first: a row that already names its owner (an earlier,
-        interrupted link; an upload that found it) is not announced twice, and a
-        row that is gone is not recreated as a leftover.
+        Order: the owner row goes first (from then on anyone may verify and link
+        the identity), then the user's own row, then every uploader's book row
+        that names ``login`` as the owner loses its owner and ``discoveredAt``:
+        their ``Contact.user`` becomes null, without a ``contactDiscovered``
+        event. Those clears are written ``USING TIMESTAMP`` of the moment before
+        the owner row went, so a discovery recorded by whoever links the
+        identity next (necessarily later) always wins over them.
         """
-        uploaders = [u for u in await self.store.uploaders_of(linked.identity_hash) if u != owner]
+        identity, identity_hash = self.identity(network, network_id)
+        released_at = clock.now_micros()
+        released = await self.store.release(identity_hash, login)
+        listed = any(i.identity_hash == identity_hash for i in await self.store.identities_of(login))
+        if not released and not listed:
+            return False
+        # Listed without the owner row: an unlink cut short after the release; finish it.
+        await self.store.remove_user_identity(login, identity.network, identity.network_id)
 
-        def record(uploader: str) -> Callable[[], Awaitable[str | None]]:
-            async def run() -> str | None:
-                entry = await self.store.entry(uploader, linked.network, linked.identity_hash)
-                if entry is None or entry.leftover or entry.owner is not None:
-                    return None
-                await self.store.record_discovery(
-                    uploader, linked.network, linked.identity_hash, owner, linked.linked_at
-                )
-                return uploader
+        def forget(uploader: str) -> Callable[[], Awaitable[None]]:
+            async def run() -> None:
+                entry = await self.store.entry(uploader, identity.network, identity_hash)
+                if entry is not None and entry.owner == login:
+                    await self.store.forget_discovery(uploader, identity.network, identity_hash, released_at)
 
             return run
 
-        told = await self.store.limit.run_all([record(u) for u in uploaders])
-        if publish is None:
-            return
-        for uploader in told:
-            if uploader is not None:
-                await publish(
-                    contacts_channel(uploader), Discovery(linked.network, linked.identity_hash, owner)
-                )
+        after: str | None = None
+        while True:
+            page = await self.store.uploaders_page(identity_hash, after=after, limit=UNLINK_PAGE)
+            await self.store.limit.run_all([forget(u) for u in page if u != login])
+            if len(page) < UNLINK_PAGE:
+                return True
+            after = page[-1]
+
+    async def _tell_uploaders(self, linked: LinkedIdentity, owner: str, publish: Publish | None) -> None:
+        """Leave the fan-out to the uploaders as a job for the workers (``fanout.py``).
+
+        The link's response does not wait for it: the uploaders learn of the owner
+        once a worker has reached them, usually within moments (the job is
+        announced to the workers at once), at worst within a lease plus a poll
+        interval when the worker that took it dies.
+        """
+        key = JobKey(linked.identity_hash, owner)
+        await self.jobs.create(key, linked.network, linked.linked_at)
+        if publish is not None:
+            await publish(FANOUT_CHANNEL, key)
 
     # -- uploadContacts -----------------------------------------------------
 
@@ -187,9 +248,41 @@ class ContactDirectory:
                 field="network",
             )
         try:
-            return await self._sync(login, network, parsed, charge_lookups)
+            return await self._holding_lease(
+                login, network, lease, self._sync(login, network, parsed, charge_lookups)
+            )
         finally:
             await asyncio.shield(self.store.release_upload_lease(login, network, lease))
+
+    async def _holding_lease(
+        self, login: str, network: str, lease: uuid.UUID, work: Coroutine[Any, Any, T]
+    ) -> T:
+        """Run ``work`` while renewing the lease three times per lease term.
+
+        A long upload (5000 contacts queued behind others for the in-flight
+        limit) can outlive one lease; the renewal (``IF upload_id = ours``)
+        keeps another upload of the same book out for as long as this one
+        runs. If the lease was lost anyway (this process stalled for a whole
+        lease), the upload stops rather than interleave with the new holder.
+        """
+        task = asyncio.ensure_future(work)
+        # Cassandra counts TTLs in whole seconds from the current one: a lease of
+        # N seconds may end after just over N - 1.
+        interval = (self.store.lease_seconds - 1) / 3
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=interval)
+                if done:
+                    return task.result()
+                if not await self.store.renew_upload_lease(login, network, lease):
+                    raise Conflict(
+                        f"This upload lost its lease on your {network} contacts; upload again.",
+                        field="network",
+                    )
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
 
     async def _sync(
         self, login: str, network: str, parsed: dict[bytes, BookEntry], charge: ChargeLookups | None
@@ -210,7 +303,7 @@ class ContactDirectory:
             if before is not None and before.leftover:
                 before = None
             owner = owners.get(identity_hash)
-            if owner is not None and (before is None or before.owner is None):
+            if owner is not None and (before is None or before.owner != owner):
                 entry = BookEntry(entry.network, identity_hash, entry.network_id, entry.name, owner, now)
                 writes.append(entry)
                 if owner != login:

@@ -22,6 +22,7 @@ from gateway.contacts.store import BookEntry, LinkedIdentity
 from gateway.errors import BadUserInput
 from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
+from gateway.graph.node import global_id
 from gateway.graph.pagination import Connection, page_size
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
@@ -32,13 +33,19 @@ from gateway.users.schema import User, load_users, users_by_login
     description="An identity of yours on a network: a phone number, an email address, a Facebook id."
 )
 class Identity:
+    id: strawberry.ID
     network: str
     network_id: str = strawberry.field(description="Normalised: phone numbers in E.164, emails lower-case.")
     linked_at: datetime
 
     @classmethod
     def of(cls, linked: LinkedIdentity) -> Identity:
-        return cls(network=linked.network, network_id=linked.network_id, linked_at=linked.linked_at)
+        return cls(
+            id=global_id("Identity", linked.network, linked.network_id),
+            network=linked.network,
+            network_id=linked.network_id,
+            linked_at=linked.linked_at,
+        )
 
 
 @strawberry.type(description="An entry of your uploaded address book.")
@@ -46,6 +53,7 @@ class Contact:
     """Every field, ``user`` included, is filled at construction (see :meth:`list_of`):
     plain attributes resolve on Strawberry's fast path."""
 
+    id: strawberry.ID = strawberry.field(description="Unique among all address books: it includes yours.")
     network: str
     network_id: str = strawberry.field(description="Normalised: phone numbers in E.164, emails lower-case.")
     name: str | None
@@ -57,9 +65,11 @@ class Contact:
     )
 
     @classmethod
-    def of(cls, entry: BookEntry, users: Mapping[str, User]) -> Contact:
+    def of(cls, book: str, entry: BookEntry, users: Mapping[str, User]) -> Contact:
+        """``entry`` of ``book``'s (a login's) address book."""
         assert entry.network_id is not None
         return cls(
+            id=global_id("Contact", book, entry.network, entry.network_id),
             network=entry.network,
             network_id=entry.network_id,
             name=entry.name,
@@ -68,13 +78,13 @@ class Contact:
         )
 
     @classmethod
-    async def list_of(cls, info: Info, entries: list[BookEntry]) -> list[Contact]:
+    async def list_of(cls, info: Info, book: str, entries: list[BookEntry]) -> list[Contact]:
         """Contacts with their owners, loaded in one batch when the query selects ``user``
         (left null otherwise, as nothing reads them)."""
         users: Mapping[str, User] = {}
         if selects(info, "user"):
             users = await users_by_login(info, (e.owner for e in entries if e.owner is not None))
-        return [cls.of(entry, users) for entry in entries]
+        return [cls.of(book, entry, users) for entry in entries]
 
 
 @strawberry.type(description="The outcome of an address-book upload.")
@@ -128,7 +138,7 @@ class ContactsMe:
             raise BadUserInput("after", "This cursor belongs to another network.")
         directory = context_of(info).store(ContactDirectory)
         entries, has_next = await directory.store.page(self.login, network=only, after=position, limit=size)
-        contacts = await Contact.list_of(info, entries)
+        contacts = await Contact.list_of(info, self.login, entries)
         return Connection.of(
             [(contact_cursor(e), c) for e, c in zip(entries, contacts, strict=True)], has_next
         )
@@ -137,15 +147,48 @@ class ContactsMe:
 @strawberry.type
 class ContactsMutation:
     @strawberry.mutation(
-        description="Claim an identity as yours. CONFLICT if another user holds it; linking it again is "
-        "harmless. Everyone who has it in an uploaded address book discovers you."
+        description="Send a one-time code to an identity (by the operator's SMS or email sender) to "
+        "prove it is yours with linkIdentity. 6 digits, single use, valid 10 minutes; a new request "
+        "replaces the pending code. RATE_LIMITED when asked too often or after too many wrong codes."
     )
-    async def link_identity(self, info: Info, network: str, network_id: str) -> Identity:
+    async def request_identity_verification(self, info: Info, network: str, network_id: str) -> bool:
+        context = context_of(info)
+        login = await context.require_viewer()
+        await context.rate_limit(Limit.VERIFICATION_REQUEST, login)
+        await context.store(ContactDirectory).request_verification(login, network, network_id)
+        return True
+
+    @strawberry.mutation(
+        description="Claim an identity as yours with the code requestIdentityVerification sent to it. "
+        "A wrong or expired code is BAD_USER_INPUT on `code`; repeated wrong codes are RATE_LIMITED. "
+        "CONFLICT if another user holds it; linking it again is harmless. Everyone who has it in an "
+        "uploaded address book discovers you."
+    )
+    async def link_identity(self, info: Info, network: str, network_id: str, code: str) -> Identity:
         context = context_of(info)
         login = await context.require_viewer()
         directory = context.store(ContactDirectory)
-        linked = await directory.link_identity(login, network, network_id, publish=context.pubsub.publish)
+        # Each code burns after a few wrong guesses (verifier.py); this bucket bounds a
+        # user's wrong guesses across all identities.
+        await context.rate_limit(Limit.WRONG_CODE, login, cost=0)
+        try:
+            linked = await directory.link_identity(
+                login, network, network_id, code, publish=context.pubsub.publish
+            )
+        except BadUserInput as exc:
+            if exc.field == "code":
+                await context.rate_limit(Limit.WRONG_CODE, login)
+            raise
         return Identity.of(linked)
+
+    @strawberry.mutation(
+        description="Release an identity you linked; false if you do not hold it. Address books that "
+        "had found you through it show that contact without a user again (no event is sent)."
+    )
+    async def unlink_identity(self, info: Info, network: str, network_id: str) -> bool:
+        context = context_of(info)
+        login = await context.require_viewer()
+        return await context.store(ContactDirectory).unlink_identity(login, network, network_id)
 
     @strawberry.mutation(
         description="Replace your address book of one network (at most 5000 contacts; an empty list clears "
@@ -163,7 +206,7 @@ class ContactsMutation:
         result = await directory.upload_contacts(
             login, network, [UploadedContact(c.network_id, c.name) for c in contacts], charge_lookups
         )
-        synced = await Contact.list_of(info, result.contacts)
+        synced = await Contact.list_of(info, login, result.contacts)
         return ContactSync(contacts=synced, _discovered=result.discovered)
 
 
@@ -184,5 +227,5 @@ class ContactsSubscription:
                 entry = await directory.store.entry(login, message.network, message.identity_hash)
                 if entry is None or entry.leftover or entry.owner is None:
                     continue
-                [contact] = await Contact.list_of(info, [entry])
+                [contact] = await Contact.list_of(info, login, [entry])
                 yield contact

@@ -14,8 +14,6 @@ from gateway.settings import Settings
 
 #: Book rows per single-partition batch.
 BOOK_BATCH = 100
-#: How long an upload may hold its book's lease before another upload may start.
-UPLOAD_LEASE_SECONDS = 120
 
 
 @dataclass(frozen=True)
@@ -68,6 +66,32 @@ class BookEntry:
 
 
 _BOOK_COLUMNS = "network, identity_hash, network_id, name, owner, discovered_at"
+_BOOK_SLICE = 5000
+#: Rows read for a user's linked identities: the cap is 20; racing links may add a few.
+_IDENTITY_ROWS = 64
+_BOOK_FROM_START = f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? LIMIT ?"
+_BOOK_AFTER = (
+    f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? AND (network, identity_hash) > (?, ?) LIMIT ?"
+)
+_NETWORK_FROM_START = f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? AND network = ? LIMIT ?"
+_NETWORK_AFTER = (
+    f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? AND network = ? AND identity_hash > ? LIMIT ?"
+)
+
+
+def _book_slice(
+    login: str, network: str | None, after: tuple[str, bytes] | None, limit: int
+) -> tuple[str, tuple[object, ...]]:
+    """The read of ``limit`` book rows past ``after``, within one network or across all."""
+    if network is None:
+        if after is None:
+            return _BOOK_FROM_START, (login, limit)
+        return _BOOK_AFTER, (login, *after, limit)
+    if after is None:
+        return _NETWORK_FROM_START, (login, network, limit)
+    return _NETWORK_AFTER, (login, network, after[1], limit)
+
+
 _INSERT_ENTRY = (
     "INSERT INTO contact_books (login, network, identity_hash, network_id, name) VALUES (?, ?, ?, ?, ?)"
 )
@@ -83,6 +107,8 @@ class ContactStore:
         self.db = db
         self.settings = settings
         self.limit = InFlightLimit(settings.contacts_max_in_flight)
+        #: How long an upload's lease lasts unless renewed (the upload renews it while it runs).
+        self.lease_seconds = settings.contacts_upload_lease_seconds
 
     async def _each(self, calls: Sequence[Callable[[], Awaitable[object]]]) -> None:
         await self.limit.run_all(calls)
@@ -110,11 +136,28 @@ class ContactStore:
             (login, identity.network, identity.network_id, identity.identity_hash, identity.linked_at),
         )
 
-    async def identities_of(self, login: str) -> list[LinkedIdentity]:
-        rows = await self.db.execute_all(
-            "SELECT network, network_id, identity_hash, linked_at FROM user_identities WHERE login = ?",
-            (login,),
+    async def release(self, identity_hash: bytes, login: str) -> bool:
+        """``DELETE ... IF login = ?``: frees the identity only if ``login`` holds it."""
+        result = await self.db.execute(
+            "DELETE FROM identity_owners WHERE identity_hash = ? IF login = ?", (identity_hash, login)
         )
+        return result.applied
+
+    async def remove_user_identity(self, login: str, network: str, network_id: str) -> None:
+        await self.db.execute(
+            "DELETE FROM user_identities WHERE login = ? AND network = ? AND network_id = ?",
+            (login, network, network_id),
+        )
+
+    async def identities_of(self, login: str) -> list[LinkedIdentity]:
+        rows = (
+            await self.db.execute(
+                "SELECT network, network_id, identity_hash, linked_at FROM user_identities"
+                " WHERE login = ? LIMIT ?",
+                (login, _IDENTITY_ROWS),
+                fetch_size=_IDENTITY_ROWS,
+            )
+        ).rows
         return [
             LinkedIdentity(
                 network=r["network"],
@@ -146,12 +189,22 @@ class ContactStore:
 
     # -- the reverse index --------------------------------------------------
 
-    async def uploaders_of(self, identity_hash: bytes) -> list[str]:
-        """Every user with this identity in an address book (all pages of its partition)."""
-        rows = await self.db.execute_all(
-            "SELECT login FROM contact_index WHERE identity_hash = ?", (identity_hash,), fetch_size=1000
-        )
-        return [r["login"] for r in rows]
+    async def uploaders_page(self, identity_hash: bytes, *, after: str | None, limit: int) -> list[str]:
+        """Up to ``limit`` users with this identity in an address book, in login order,
+        after ``after``: one slice of the identity's partition."""
+        if after is None:
+            result = await self.db.execute(
+                "SELECT login FROM contact_index WHERE identity_hash = ? LIMIT ?",
+                (identity_hash, limit),
+                fetch_size=limit,
+            )
+        else:
+            result = await self.db.execute(
+                "SELECT login FROM contact_index WHERE identity_hash = ? AND login > ? LIMIT ?",
+                (identity_hash, after, limit),
+                fetch_size=limit,
+            )
+        return [r["login"] for r in result.rows]
 
     async def index(self, login: str, hashes: Iterable[bytes]) -> None:
         """One single-partition write per identity (each is its own partition), bounded in flight."""
@@ -173,13 +226,17 @@ class ContactStore:
     # -- address books ------------------------------------------------------
 
     async def book(self, login: str, network: str) -> list[BookEntry]:
-        """The whole stored book of one network (at most 5000 rows and a few leftovers)."""
-        rows = await self.db.execute_all(
-            f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? AND network = ?",
-            (login, network),
-            fetch_size=5000,
-        )
-        return [BookEntry.from_row(r) for r in rows]
+        """The whole stored book of one network (at most 5000 rows and a few leftovers),
+        in keyed slices of ``_BOOK_SLICE`` rows."""
+        rows: list[Row] = []
+        position: tuple[str, bytes] | None = None
+        while True:
+            cql, params = _book_slice(login, network, position, _BOOK_SLICE)
+            page = (await self.db.execute(cql, params, fetch_size=_BOOK_SLICE)).rows
+            rows.extend(page)
+            if len(page) < _BOOK_SLICE:
+                return [BookEntry.from_row(r) for r in rows]
+            position = (network, bytes(page[-1]["identity_hash"]))
 
     async def entry(self, login: str, network: str, identity_hash: bytes) -> BookEntry | None:
         row = (
@@ -190,6 +247,29 @@ class ContactStore:
             )
         ).one()
         return BookEntry.from_row(row) if row else None
+
+    async def entries_of(
+        self, logins: Sequence[str], network: str, identity_hash: bytes
+    ) -> dict[str, BookEntry]:
+        """The book rows of one identity in many users' books: one ``IN`` read per 100
+        users, bounded in flight."""
+        found: dict[str, BookEntry] = {}
+
+        def lookup(chunk: Sequence[str]) -> Callable[[], Awaitable[None]]:
+            async def read() -> None:
+                result = await self.db.execute(
+                    f"SELECT login, {_BOOK_COLUMNS} FROM contact_books"
+                    " WHERE login IN ? AND network = ? AND identity_hash = ?",
+                    (list(chunk), network, identity_hash),
+                    fetch_size=IN_CHUNK,
+                )
+                for row in result.rows:
+                    found[row["login"]] = BookEntry.from_row(row)
+
+            return read
+
+        await self._each([lookup(chunk) for chunk in chunked(logins)])
+        return found
 
     async def write_entries(self, login: str, entries: Sequence[BookEntry]) -> None:
         """Rows of one user's book, in single-partition unlogged batches.
@@ -231,6 +311,16 @@ class ContactStore:
             (owner, discovered_at, login, network, identity_hash),
         )
 
+    async def forget_discovery(
+        self, login: str, network: str, identity_hash: bytes, timestamp: int
+    ) -> None:
+        """Clear a book row's owner, written at ``timestamp`` (µs): any later discovery wins."""
+        await self.db.execute(
+            "UPDATE contact_books USING TIMESTAMP ? SET owner = null, discovered_at = null"
+            " WHERE login = ? AND network = ? AND identity_hash = ?",
+            (timestamp, login, network, identity_hash),
+        )
+
     async def page(
         self,
         login: str,
@@ -240,29 +330,18 @@ class ContactStore:
         limit: int,
     ) -> tuple[list[BookEntry], bool]:
         """``limit`` entries in (network, identity hash) order after ``after``, skipping
-        leftover rows; and whether more follow. Usually one read: the driver pages on
-        only when leftovers made the first page short."""
-        where = "login = ?"
-        params: list[object] = [login]
-        if network is not None:
-            where += " AND network = ?"
-            params.append(network)
-            if after is not None:
-                where += " AND identity_hash > ?"
-                params.append(after[1])
-        elif after is not None:
-            where += " AND (network, identity_hash) > (?, ?)"
-            params.extend(after)
-        cql = f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE {where}"
+        leftover rows; and whether more follow. Usually one read: another keyed slice
+        follows only when leftovers made the first one short."""
         wanted = limit + 1
         entries: list[BookEntry] = []
-        paging_state: bytes | None = None
+        position = after
         while True:
-            result = await self.db.execute(cql, params, fetch_size=wanted, paging_state=paging_state)
-            entries.extend(e for e in map(BookEntry.from_row, result.rows) if not e.leftover)
-            paging_state = result.paging_state
-            if len(entries) >= wanted or paging_state is None:
+            cql, params = _book_slice(login, network, position, wanted)
+            rows = (await self.db.execute(cql, params, fetch_size=wanted)).rows
+            entries.extend(e for e in map(BookEntry.from_row, rows) if not e.leftover)
+            if len(entries) >= wanted or len(rows) < wanted:
                 break
+            position = (rows[-1]["network"], bytes(rows[-1]["identity_hash"]))
         return entries[:limit], len(entries) > limit
 
     # -- upload leases ------------------------------------------------------
@@ -274,9 +353,18 @@ class ContactStore:
         result = await self.db.execute(
             "INSERT INTO contact_upload_leases (login, network, upload_id, started_at) VALUES (?, ?, ?, ?)"
             " IF NOT EXISTS USING TTL ?",
-            (login, network, upload_id, clock.now(), UPLOAD_LEASE_SECONDS),
+            (login, network, upload_id, clock.now(), self.lease_seconds),
         )
         return upload_id if result.applied else None
+
+    async def renew_upload_lease(self, login: str, network: str, upload_id: uuid.UUID) -> bool:
+        """``IF upload_id = ours``: a full lease again from now; False when the lease is not ours."""
+        result = await self.db.execute(
+            "UPDATE contact_upload_leases USING TTL ? SET upload_id = ?, started_at = ?"
+            " WHERE login = ? AND network = ? IF upload_id = ?",
+            (self.lease_seconds, upload_id, clock.now(), login, network, upload_id),
+        )
+        return result.applied
 
     async def release_upload_lease(self, login: str, network: str, upload_id: uuid.UUID) -> None:
         """``IF upload_id = ours``: never releases a lease another upload took after ours expired."""

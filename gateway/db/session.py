@@ -73,10 +73,14 @@ class ContentionExhausted(CassandraUnavailable):
 
 @dataclass
 class RequestMetrics:
-    """What one GraphQL request cost in Cassandra round trips."""
+    """What one GraphQL request cost in Cassandra round trips.
+
+    A measure taken inside another (one operation of a batched request) adds to
+    its ``outer`` one as well."""
 
     statements: int = 0
     lwt_retries: int = 0
+    outer: RequestMetrics | None = None
 
 
 current_metrics: ContextVar[RequestMetrics | None] = ContextVar("current_metrics", default=None)
@@ -225,9 +229,10 @@ class Database:
 
     def _count(self, *, lwt_retries: int = 0, statements: int = 1) -> None:
         request = current_metrics.get()
-        if request is not None:
+        while request is not None:
             request.statements += statements
             request.lwt_retries += lwt_retries
+            request = request.outer
 
     def count_lwt_retry(self) -> None:
         self._count(statements=0, lwt_retries=1)

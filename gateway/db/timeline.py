@@ -8,6 +8,7 @@ probing empty ones.
 
 Bucket numbers are integers that sort like time:
 
+- ``year``: ``yyyy`` (2026),
 - ``month``: ``yyyyMM`` (202611),
 - ``day``: ``yyyyMMdd`` (20261122),
 - ``<N>s``: the Unix time in seconds, rounded down to a multiple of N (for tests
@@ -32,9 +33,9 @@ _SECONDS = re.compile(r"([1-9][0-9]*)s")
 
 
 def validate_granularity(granularity: str) -> str:
-    if granularity in {"month", "day"} or _SECONDS.fullmatch(granularity):
+    if granularity in {"year", "month", "day"} or _SECONDS.fullmatch(granularity):
         return granularity
-    raise ValueError(f"bucket granularity must be 'month', 'day' or '<N>s', got {granularity!r}")
+    raise ValueError(f"bucket granularity must be 'year', 'month', 'day' or '<N>s', got {granularity!r}")
 
 
 def bucket_of(moment: datetime, granularity: str) -> int:
@@ -42,6 +43,8 @@ def bucket_of(moment: datetime, granularity: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     moment = moment.astimezone(UTC)
+    if granularity == "year":
+        return moment.year
     if granularity == "month":
         return moment.year * 100 + moment.month
     if granularity == "day":
@@ -80,6 +83,9 @@ FetchBucket = Callable[[int, UUID | None, int], Awaitable[list[tuple[UUID, T]]]]
 
 #: How many bucket numbers one read of the index returns.
 BUCKET_BATCH = 16
+
+#: Rows per read when a maintenance sweep (a recount, a deletion) walks a whole timeline.
+SWEEP_SLICE = 1000
 
 
 async def read_page(
@@ -151,8 +157,6 @@ class BucketedTimeline:
         self._items_past = (
             f"SELECT {columns} FROM {items} WHERE {where} AND bucket = ? AND {item_id} {past} ? LIMIT ?"
         )
-        self._all_buckets = f"SELECT bucket FROM {index} WHERE {where}"
-        self._bucket_items = f"SELECT {columns} FROM {items} WHERE {where} AND bucket = ?"
         placeholders = ", ".join("?" for _ in range(len(key) + 1))
         self._add_bucket = f"INSERT INTO {index} ({', '.join(key)}, bucket) VALUES ({placeholders})"
 
@@ -190,17 +194,37 @@ class BucketedTimeline:
         return await read_page(list_buckets, fetch, first=first, after=after)
 
     async def buckets(self, db: Database, key: Sequence[object]) -> list[int]:
-        """Every bucket listed for ``key``, in reading order (all pages of the index)."""
+        """Every bucket listed for ``key``, in reading order: keyed slices of
+        ``SWEEP_SLICE`` rows, each continuing past the last bucket read."""
         self._check(key)
-        rows = await db.execute_all(self._all_buckets, tuple(key))
-        return [row["bucket"] for row in rows]
+        out: list[int] = []
+        while True:
+            if out:
+                cql, params = self._index_past, (*key, out[-1], SWEEP_SLICE)
+            else:
+                cql, params = self._index_from_start, (*key, SWEEP_SLICE)
+            rows = (await db.execute(cql, params, fetch_size=SWEEP_SLICE)).rows
+            out.extend(row["bucket"] for row in rows)
+            if len(rows) < SWEEP_SLICE:
+                return out
 
     async def bucket_items(
         self, db: Database, key: Sequence[object], bucket: int, convert: Callable[[Row], T]
     ) -> list[T]:
-        """Every item of one bucket, in reading order (all pages of its partition)."""
+        """Every item of one bucket, in reading order: keyed slices of ``SWEEP_SLICE`` rows."""
         self._check(key)
-        return [convert(row) for row in await db.execute_all(self._bucket_items, (*key, bucket))]
+        out: list[T] = []
+        last: UUID | None = None
+        while True:
+            if last is None:
+                cql, params = self._items_from_start, (*key, bucket, SWEEP_SLICE)
+            else:
+                cql, params = self._items_past, (*key, bucket, last, SWEEP_SLICE)
+            rows = (await db.execute(cql, params, fetch_size=SWEEP_SLICE)).rows
+            out.extend(convert(row) for row in rows)
+            if len(rows) < SWEEP_SLICE:
+                return out
+            last = rows[-1][self._item_id]
 
     def add_bucket(
         self, key: Sequence[object], bucket: int, *, timestamp: int | None = None

@@ -101,6 +101,8 @@ class Context:
         self.connection_params: dict[str, Any] | None = None
         #: One context serves every operation of a WebSocket connection.
         self.websocket = websocket
+        #: Response keys of the mutation fields sent with their idempotency key.
+        self.keyed_fields: set[str] = set()
 
     # -- authentication -----------------------------------------------------
 
@@ -111,6 +113,11 @@ class Context:
     def signed_in_as(self, login: str, token: str) -> None:
         """The rest of this request acts as the user who just signed up or in."""
         self._token, self._viewer, self._viewer_known = token, login, True
+
+    @property
+    def login(self) -> str | None:
+        """The viewer's login if this request has looked it up; never looks it up itself."""
+        return self._viewer if self._viewer_known else None
 
     @property
     def token(self) -> str | None:
@@ -184,14 +191,21 @@ class Context:
             self._loaders[factory] = instance
         return instance
 
+    def sent_with_key(self, info: Info) -> None:
+        """This mutation field carries its idempotency key: repeating it is safe
+        (``UNAVAILABLE`` then says ``retrySafe: true``)."""
+        self.keyed_fields.add(str(info.path.key))
+
     def fresh(self) -> Context:
         """Forget cached loader results and start counting anew.
 
         Called for every operation over a WebSocket and for every subscription
         event, so loaders never serve what an earlier event cached."""
         self._loaders = {}
+        self.keyed_fields = set()
         self.nodes_requested = 0
         self.metrics = RequestMetrics()
+        self.request_id = uuid.uuid4().hex
         return self
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Container, Iterator
 from contextlib import aclosing
 from typing import Any
 
@@ -26,6 +26,7 @@ from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
 
 from gateway.db.session import CassandraUnavailable
 from gateway.errors import (
@@ -37,6 +38,7 @@ from gateway.errors import (
     NotFound,
     RateLimited,
     Unauthenticated,
+    Unavailable,
 )
 
 log = logging.getLogger("gateway.errors")
@@ -56,6 +58,7 @@ CODES: dict[type[GatewayError], str] = {
     QueryTooComplex: "QUERY_TOO_COMPLEX",
     BrokerUnavailable: "UNAVAILABLE",
     RateLimited: "RATE_LIMITED",
+    Unavailable: "UNAVAILABLE",
     GatewayError: "INTERNAL_SERVER_ERROR",
 }
 
@@ -69,14 +72,34 @@ def extensions_of(error: GatewayError) -> dict[str, Any]:
         extensions["field"] = error.field
     if isinstance(error, RateLimited):
         extensions["retryAfter"] = error.retry_after
+    if isinstance(error, Unavailable):
+        extensions["retrySafe"] = error.retry_safe
     return extensions
 
 
 UNAVAILABLE_MESSAGE = "Cassandra is unavailable right now; retrying later is safe."
+UNAVAILABLE_UNSAFE_MESSAGE = (
+    "Cassandra is unavailable right now; the change may or may not have been applied "
+    "(send an idempotency key to make retries safe)."
+)
 
 
-def classify(error: GraphQLError, request_id: str) -> GraphQLError:
-    """The client-facing version of ``error``."""
+def retry_safe(error: GraphQLError, keyed_fields: Container[str] | None) -> bool:
+    """Whether repeating the request that failed with ``error`` is harmless.
+
+    ``keyed_fields`` is None for a query (reads are always safe to repeat); for a
+    mutation, the fields that carried their idempotency key: a write that timed
+    out may have been applied, and only a keyed one is deduplicated on retry.
+    """
+    if keyed_fields is None:
+        return True
+    return error.path is not None and len(error.path) > 0 and str(error.path[0]) in keyed_fields
+
+
+def classify(
+    error: GraphQLError, request_id: str, keyed_fields: Container[str] | None = None
+) -> GraphQLError:
+    """The client-facing version of ``error``; ``keyed_fields`` as in :func:`retry_safe`."""
     original = error.original_error
     extensions: dict[str, Any]
     message = error.message
@@ -85,8 +108,9 @@ def classify(error: GraphQLError, request_id: str) -> GraphQLError:
         message = original.message
     elif isinstance(original, CassandraUnavailable):
         log.warning("request %s: Cassandra unavailable: %s", request_id, original)
-        extensions = {"code": "UNAVAILABLE"}
-        message = UNAVAILABLE_MESSAGE
+        safe = retry_safe(error, keyed_fields)
+        extensions = {"code": "UNAVAILABLE", "retrySafe": safe}
+        message = UNAVAILABLE_MESSAGE if safe else UNAVAILABLE_UNSAFE_MESSAGE
     elif message.startswith("Variable '$") or isinstance(original, GraphQLError):
         # Variable values that do not coerce to their declared types.
         extensions = {"code": "BAD_USER_INPUT"}
@@ -120,8 +144,12 @@ class ErrorCodes(SchemaExtension):
         result = self.execution_context.result
         if result is None or not result.errors:
             return
-        request_id = _request_id(self.execution_context.context)
-        result.errors = [classify(e, request_id) for e in result.errors]
+        context = self.execution_context.context
+        request_id = _request_id(context)
+        keyed: Container[str] | None = None
+        if self.execution_context.operation_type == OperationType.MUTATION:
+            keyed = getattr(context, "keyed_fields", set())
+        result.errors = [classify(e, request_id, keyed) for e in result.errors]
 
 
 def _over_socket(error: GraphQLError, request_id: str) -> GraphQLError:

@@ -28,7 +28,7 @@ import contextlib
 import logging
 import random
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -80,6 +80,8 @@ class RedisPubSub:
         self._pubsub: aioredis.client.PubSub | None = None
         self._connection: aioredis.Redis | None = None
         self._state: BrokerState = "unreachable"
+        #: Told every change of ``state`` (the metrics' broker gauge).
+        self.state_listener: Callable[[BrokerState], None] | None = None
         self._failures = 0
         self._up = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
@@ -99,6 +101,11 @@ class RedisPubSub:
     @property
     def state(self) -> BrokerState:
         return self._state
+
+    def _set_state(self, state: BrokerState) -> None:
+        self._state = state
+        if self.state_listener is not None:
+            self.state_listener(state)
 
     async def start(self) -> None:
         """Connect in the background; ``connected`` waits for the connection."""
@@ -258,7 +265,7 @@ class RedisPubSub:
         first = await asyncio.wait_for(pubsub.get_message(timeout=None), self._timeout)
         if first is None or first.get("type") != "pong":
             raise ConnectionError(f"unexpected first answer from the broker: {first!r}")
-        self._state = "ok"
+        self._set_state("ok")
         self._failures = 0
         self._up.set()
         log.info("broker %s connected", self.url)
@@ -320,7 +327,7 @@ class RedisPubSub:
 
     async def _lose(self) -> None:
         """Forget the connection; every local subscription ends with UNAVAILABLE."""
-        self._state = "unreachable"
+        self._set_state("unreachable")
         self._up.clear()
         pubsub, connection = self._pubsub, self._connection
         self._pubsub = self._connection = None
@@ -328,6 +335,8 @@ class RedisPubSub:
         for confirmed in self._confirmations.values():
             if not confirmed.done():
                 confirmed.set_exception(ConnectionError("broker lost"))
+                # Its waiter may be gone already (a cancelled subscribe); nobody else reads it.
+                confirmed.exception()
         self._end_all(_LOST)
         with contextlib.suppress(Exception):
             if pubsub is not None:

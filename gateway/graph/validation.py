@@ -22,6 +22,17 @@ def text(value: str, field: str, *, min_len: int = 1, max_len: int, trim: bool =
     return result
 
 
+#: Longest idempotency key (``clientMutationId``) accepted; a UUID is 36 characters.
+IDEMPOTENCY_KEY_MAX = 100
+
+
+def idempotency_key(value: str | None, field: str = "clientMutationId") -> str | None:
+    """A client-generated idempotency key, taken as sent (never trimmed), or None."""
+    if value is None:
+        return None
+    return text(value, field, max_len=IDEMPOTENCY_KEY_MAX, trim=False)
+
+
 def optional_text(value: str | None, field: str, *, max_len: int) -> str | None:
     if value is None:
         return None

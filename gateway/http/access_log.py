@@ -4,8 +4,8 @@ aiohttp's own ``AccessLogger`` interprets its format string and formats the
 request's start time with ``strftime`` on every request, before the logger
 decides whether to emit. This one hands the logger its arguments unformatted
 (the log record carries the time), so a line costs a tuple when INFO is on and
-a filtered record when a handler drops it. With ``GATEWAY_ACCESS_LOG=0`` no
-access logger is installed at all and aiohttp skips even the timing.
+a filtered record when a handler drops it. Off (``GATEWAY_HTTP_ACCESS_LOG``
+unset) no access logger is installed at all and aiohttp skips even the timing.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 
 from aiohttp.abc import AbstractAccessLogger
-from aiohttp.log import access_logger
 from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
@@ -35,8 +34,3 @@ class AccessLog(AbstractAccessLogger):
     @property
     def enabled(self) -> bool:
         return self.logger.isEnabledFor(logging.INFO)
-
-
-def access_log(enabled: bool) -> logging.Logger | None:
-    """The logger for ``AppRunner(access_log=...)``: none when the access log is off."""
-    return access_logger if enabled else None

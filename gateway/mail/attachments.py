@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from uuid import UUID
 
@@ -101,20 +102,25 @@ class AttachmentStore:
 
     async def read_chunk(self, attachment_id: UUID, number: int) -> list[bytes]:
         """The parts of one chunk, in order: one single-partition read."""
-        rows = await self.db.execute_all(
-            "SELECT data FROM attachment_chunks WHERE attachment_id = ? AND chunk_number = ?",
-            (attachment_id, number),
-        )
+        per_chunk = CHUNK_SIZE // PART_SIZE
+        rows = (
+            await self.db.execute(
+                "SELECT data FROM attachment_chunks WHERE attachment_id = ? AND chunk_number = ? LIMIT ?",
+                (attachment_id, number, per_chunk),
+                fetch_size=per_chunk,
+            )
+        ).rows
         if not rows:
             raise LookupError(f"chunk {number} of attachment {attachment_id} is missing")
         return [row["data"] or b"" for row in rows]
 
     async def chunks(
-        self, attachment_id: UUID, count: int, *, ahead: int = 1
+        self, attachment_id: UUID, count: int, *, first: int = 0, ahead: int = 1
     ) -> AsyncGenerator[list[bytes], None]:
-        """The chunks in order, reading up to ``ahead`` chunks beyond the one being consumed."""
+        """Chunks ``first`` to ``count - 1`` in order, reading up to ``ahead`` chunks beyond
+        the one being consumed."""
         pending: list[asyncio.Task[list[bytes]]] = []
-        upcoming = 0
+        upcoming = first
         try:
             while upcoming < count or pending:
                 while upcoming < count and len(pending) <= ahead:
@@ -128,7 +134,33 @@ class AttachmentStore:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
 
+    async def read_range(
+        self, attachment_id: UUID, start: int, stop: int, *, ahead: int = 1
+    ) -> AsyncGenerator[bytes | memoryview, None]:
+        """Bytes ``start`` to ``stop - 1`` of a file, reading only the chunks that hold them.
+
+        Every chunk but the last is exactly ``CHUNK_SIZE`` bytes (``write_stream`` fills
+        them), so byte ``n`` is in chunk ``n // CHUNK_SIZE``; the edge chunks are sliced
+        without copying.
+        """
+        if start >= stop:
+            return
+        first = start // CHUNK_SIZE
+        offset = first * CHUNK_SIZE
+        chunks = self.chunks(attachment_id, (stop - 1) // CHUNK_SIZE + 1, first=first, ahead=ahead)
+        async with contextlib.aclosing(chunks):
+            async for parts in chunks:
+                chunk_end = offset + CHUNK_SIZE
+                for data in parts:
+                    low, high = max(start - offset, 0), min(stop - offset, len(data))
+                    offset += len(data)
+                    if low < high:
+                        yield data if (low, high) == (0, len(data)) else memoryview(data)[low:high]
+                if offset < min(stop, chunk_end):
+                    raise LookupError(f"a chunk of attachment {attachment_id} is short")
+
     async def delete(self, attachment_id: UUID, chunk_count: int) -> None:
+        """Deletes the whole partition of each chunk (its parts), all in one batch."""
         if chunk_count <= 0:
             return
         await self.db.batch(

@@ -73,11 +73,18 @@ def content_type_of(declared: str | None, filename: str) -> str:
     return guessed or OCTET_STREAM
 
 
-def content_disposition(filename: str) -> str:
-    """``attachment`` with an ASCII fallback name and the exact name in RFC 5987 form."""
+#: Shown in the browser rather than saved: raster images only. Never SVG (it runs
+#: scripts) nor HTML; the download's sandbox CSP and ``nosniff`` stay on regardless.
+INLINE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+def content_disposition(filename: str, content_type: str = OCTET_STREAM) -> str:
+    """``inline`` for the safe image types, else ``attachment``; with an ASCII fallback
+    name and the exact name in RFC 5987 form."""
+    disposition = "inline" if content_type in INLINE_TYPES else "attachment"
     ascii_name = unicodedata.normalize("NFKD", filename).encode("ascii", "ignore").decode()
     ascii_name = re.sub(r'["\\\x00-\x1f\x7f;]', "_", ascii_name).strip() or FALLBACK_FILENAME
-    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"
+    return f"{disposition}; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 def download_path(email_id: str, filename: str) -> str:

@@ -5,18 +5,22 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from datetime import datetime
 from typing import Annotated
+from uuid import UUID
 
 import strawberry
 from strawberry.file_uploads import Upload
 from strawberry.types import Info
 
+from gateway.db.idempotency import MutationKeys
+from gateway.graph import validation
 from gateway.graph.context import Context, context_of
 from gateway.graph.cost import max_items
+from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.mail import rules
+from gateway.mail.links import DownloadLinks, SignedLink
 from gateway.mail.loaders import unread_counts_loader
-from gateway.mail.names import download_path
 from gateway.mail.records import (
     AttachmentRecord,
     EmailRecord,
@@ -35,27 +39,55 @@ EMAILS_PAGE = 50
 
 
 def service(context: Context) -> MailService:
-    return MailService(context.store(MailStore), context.loader(user_loader).load_many)
+    return MailService(
+        context.store(MailStore), context.loader(user_loader).load_many, MutationKeys(context.db)
+    )
 
 
 @strawberry.type(description="A file attached to an email.")
 class Attachment:
+    id: strawberry.ID
     filename: str
     content_type: str
     size: int = strawberry.field(description="Bytes.")
     chunk_count: int = strawberry.field(description="Stored chunks of at most 1000 KiB.")
-    url: str = strawberry.field(
-        description="Path of the download (GET, same bearer token), relative to the API's origin."
+    _email_id: strawberry.Private[UUID]
+    _link: strawberry.Private[SignedLink | None] = None
+
+    async def _signed(self, info: Info) -> SignedLink:
+        if self._link is None:
+            context = context_of(info)
+            viewer = await context.require_viewer()
+            request = context.request
+            origin = f"{request.scheme}://{request.host}" if request is not None else ""
+            links = context.store(DownloadLinks)
+            self._link = links.mint(origin, self._email_id, self.filename, viewer)
+        return self._link
+
+    @strawberry.field(
+        description="Absolute URL of the download, signed for you: it works without the "
+        "Authorization header (in an <img>, a download manager) until urlExpiresAt. Honours "
+        "Range, ETag and If-None-Match."
     )
+    async def url(self, info: Info) -> str:
+        return (await self._signed(info)).url
+
+    @strawberry.field(
+        description="When url stops working (at least GATEWAY_DOWNLOAD_URL_TTL_SECONDS after "
+        "this response); ask for the attachment again for a fresh one."
+    )
+    async def url_expires_at(self, info: Info) -> datetime:
+        return (await self._signed(info)).expires_at
 
     @classmethod
     def of(cls, email: EmailRecord, record: AttachmentRecord) -> Attachment:
         return cls(
+            id=strawberry.ID(str(record.attachment_id)),
             filename=record.filename,
             content_type=record.content_type,
             size=record.size,
             chunk_count=record.chunk_count,
-            url=download_path(str(email.id), record.filename),
+            _email_id=email.id,
         )
 
 
@@ -121,7 +153,7 @@ class Email:
 
 
 @strawberry.type(description="A mail folder: inbox, sent, or one of your own.")
-class Folder:
+class Folder(Node):
     label: str
     color: str
     unread_count: int
@@ -149,7 +181,13 @@ class Folder:
     @classmethod
     def of(cls, login: str, record: FolderRecord, unread: int) -> Folder:
         # A counter can dip below zero after a lost write until it is recounted.
-        return cls(label=record.label, color=record.color, unread_count=max(0, unread), _login=login)
+        return cls(
+            id=global_id("Folder", login, record.label),
+            label=record.label,
+            color=record.color,
+            unread_count=max(0, unread),
+            _login=login,
+        )
 
 
 @strawberry.input(description="A new email. Attachments go as multipart file uploads.")
@@ -160,6 +198,30 @@ class EmailInput:
     attachments: list[Upload] | None = strawberry.field(
         default=None, description=f"At most {MAX_FILES} files of up to 25 MB each."
     )
+    client_mutation_id: str | None = strawberry.field(
+        default=None,
+        description="An idempotency key you generate (a UUID): a retry with the same key sends "
+        "nothing twice and returns the first email.",
+    )
+
+
+async def _folder(info: Info, owner: str, label: str) -> Folder | None:
+    key = rules.label_or_none(label)
+    if key is None:
+        return None
+    context = context_of(info)
+    record = await context.store(MailStore).folder(owner, key)
+    if record is None:
+        return None
+    counts = await context.loader(unread_counts_loader).load(owner)
+    return Folder.of(owner, record, counts.get(key, 0))
+
+
+async def folder_node(info: Info, owner: str, label: str) -> Folder | None:
+    """``node``'s lookup of a ``Folder`` global id: only the owner's own folders."""
+    if await context_of(info).viewer() != owner:
+        return None
+    return await _folder(info, owner, label)
 
 
 @strawberry.type
@@ -178,15 +240,7 @@ class MailMe:
 
     @strawberry.field(description="One of your folders by label; null when you have none by that label.")
     async def folder(self, info: Info, label: str) -> Folder | None:
-        key = rules.label_or_none(label)
-        if key is None:
-            return None
-        context = context_of(info)
-        record = await context.store(MailStore).folder(self.login, key)
-        if record is None:
-            return None
-        counts = await context.loader(unread_counts_loader).load(self.login)
-        return Folder.of(self.login, record, counts.get(key, 0))
+        return await _folder(info, self.login, label)
 
     @strawberry.field(description="An email you sent or received; null otherwise.")
     async def email(self, info: Info, id: strawberry.ID) -> Email | None:
@@ -213,6 +267,9 @@ class MailMutation:
     )
     async def send_email(self, info: Info, input: EmailInput) -> Email:
         context = context_of(info)
+        client_key = validation.idempotency_key(input.client_mutation_id)
+        if client_key is not None:
+            context.sent_with_key(info)
         login = await context.require_viewer()
         recipients = rules.recipients(input.to)
         subject = rules.subject(input.subject)
@@ -221,7 +278,9 @@ class MailMutation:
         await context.rate_limit(Limit.SEND, login)
         if uploads:
             await context.rate_limit(Limit.UPLOAD, login)
-        email, placement = await service(context).send(login, recipients, subject, body, uploads)
+        email, placement = await service(context).send(
+            login, recipients, subject, body, uploads, client_key
+        )
         return Email.of(email, placement)
 
     @strawberry.mutation(

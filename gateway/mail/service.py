@@ -12,6 +12,7 @@ from uuid import UUID
 
 from gateway.db import clock
 from gateway.db.clock import new_timeuuid
+from gateway.db.idempotency import KeyClaim, MutationKeys
 from gateway.db.keyed_locks import KeyedLocks
 from gateway.errors import BadUserInput, Conflict, NotFound
 from gateway.mail.names import unique_filenames
@@ -38,6 +39,7 @@ FindUsers = Callable[[list[str]], Awaitable[Sequence[UserRecord | None]]]
 class MailService:
     store: MailStore
     find_users: FindUsers
+    keys: MutationKeys
 
     async def create_folder(self, login: str, label: str, color: str) -> FolderRecord:
         if label in SYSTEM_FOLDERS:
@@ -63,16 +65,43 @@ class MailService:
         return email
 
     async def send(
-        self, login: str, recipients: list[str], subject: str, body: str, uploads: list[StoredUpload]
+        self,
+        login: str,
+        recipients: list[str],
+        subject: str,
+        body: str,
+        uploads: list[StoredUpload],
+        client_key: str | None = None,
     ) -> tuple[EmailRecord, Placement]:
-        """Store the email, claim its uploads, file it in each inbox and in the sender's sent."""
+        """Store the email, claim its uploads, file it in each inbox and in the sender's sent.
+
+        With ``client_key`` the email id is claimed under (sender, key) first
+        (``gateway/db/idempotency.py``). A retry that finds the email returns
+        it; if the first request stopped before its inbox counters moved, the
+        retry files it again (idempotent) and moves them, so they move once
+        (a request counts only after filing everywhere). A
+        retry's own attachments stay unclaimed and are cleaned up as any
+        abandoned upload.
+        """
         found = await self.find_users(recipients)
         unknown = [r for r, record in zip(recipients, found, strict=True) if record is None]
         if unknown:
             raise BadUserInput("to", f"No such user: {', '.join(unknown)}.")
+        email_id = new_timeuuid()
+        claim: KeyClaim | None = None
+        if client_key is not None:
+            claim = await self.keys.claim(login, "sendEmail", client_key, str(email_id))
+            email_id = UUID(claim.result)
+            if not claim.first:
+                stored = await self.store.email(email_id)
+                if stored is not None and stored.sender == login:
+                    if await self.keys.take_count(claim):
+                        # The first request stopped before counting, maybe before filing.
+                        await self.store.deliver(stored)
+                    return stored, Placement.delivered(stored, login)
         names = unique_filenames(u.filename for u in uploads)
         email = EmailRecord(
-            id=new_timeuuid(),
+            id=email_id,
             sender=login,
             recipients=recipients,
             subject=subject,
@@ -85,7 +114,8 @@ class MailService:
         await self.store.store_email(email)
         for upload in uploads:
             upload.claimed = True  # the stored email refers to the chunks now
-        await self.store.deliver(email)
+        keyed = claim
+        await self.store.deliver(email, None if keyed is None else lambda: self.keys.take_count(keyed))
         return email, Placement.delivered(email, login)
 
     async def mark_read(self, login: str, email_id: UUID, read: bool) -> tuple[EmailRecord, Placement]:

@@ -19,7 +19,7 @@ Who owns which cells:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -91,6 +91,11 @@ _FOLDER = BucketedTimeline(
 _MOVE_COUNTER = "UPDATE unread_email_stats SET unread = unread + ? WHERE username = ? AND label = ?"
 
 
+#: The most rows one user's folder partitions are read for: the service caps a user's own
+#: folders at 100; a few more leave room for folders created by racing requests.
+FOLDER_ROWS = 128
+
+
 class MailStore:
     def __init__(self, db: Database, settings: Settings) -> None:
         self.db = db
@@ -104,9 +109,13 @@ class MailStore:
 
     async def folders(self, login: str) -> list[FolderRecord]:
         """inbox, sent, then the user's own folders by label."""
-        rows = await self.db.execute_all(
-            "SELECT label, color FROM folders_by_user WHERE username = ?", (login,)
-        )
+        rows = (
+            await self.db.execute(
+                "SELECT label, color FROM folders_by_user WHERE username = ? LIMIT ?",
+                (login, FOLDER_ROWS),
+                fetch_size=FOLDER_ROWS,
+            )
+        ).rows
         own = [FolderRecord(r["label"], r["color"]) for r in rows if r["label"] not in SYSTEM_FOLDERS]
         return [FolderRecord(label, SYSTEM_COLORS[label], system=True) for label in SYSTEM_FOLDERS] + own
 
@@ -121,10 +130,13 @@ class MailStore:
         return FolderRecord(row["label"], row["color"]) if row else None
 
     async def count_folders(self, login: str) -> int:
-        row = (
-            await self.db.execute("SELECT COUNT(*) AS n FROM folders_by_user WHERE username = ?", (login,))
-        ).one()
-        return int(row["n"]) if row else 0
+        """The user's own folders, counted up to ``FOLDER_ROWS`` (past the cap either way)."""
+        result = await self.db.execute(
+            "SELECT label FROM folders_by_user WHERE username = ? LIMIT ?",
+            (login, FOLDER_ROWS),
+            fetch_size=FOLDER_ROWS,
+        )
+        return len(result.rows)
 
     async def create_folder(self, login: str, label: str, color: str, created_at: datetime) -> bool:
         """False when the user has that label already (``IF NOT EXISTS``: one of N racers wins)."""
@@ -136,9 +148,13 @@ class MailStore:
         return result.applied
 
     async def unread_counts(self, login: str) -> dict[str, int]:
-        rows = await self.db.execute_all(
-            "SELECT label, unread FROM unread_email_stats WHERE username = ?", (login,)
-        )
+        rows = (
+            await self.db.execute(
+                "SELECT label, unread FROM unread_email_stats WHERE username = ? LIMIT ?",
+                (login, FOLDER_ROWS + len(SYSTEM_FOLDERS)),
+                fetch_size=FOLDER_ROWS + len(SYSTEM_FOLDERS),
+            )
+        ).rows
         return {r["label"]: int(r["unread"] or 0) for r in rows}
 
     # -- emails -------------------------------------------------------------
@@ -179,13 +195,16 @@ class MailStore:
             ),
         )
 
-    async def deliver(self, email: EmailRecord) -> None:
+    async def deliver(
+        self, email: EmailRecord, may_count: Callable[[], Awaitable[bool]] | None = None
+    ) -> None:
         """File the email in every recipient's inbox and in the sender's sent folder.
 
         Recipients are filed in logged batches of ``FILING_BATCH`` (each
         all-or-nothing), the sender's sent folder last, so a sender who sees the
         email in sent knows every recipient has it. The inbox counters move by
-        one counter batch at the end.
+        one counter batch at the end, if ``may_count`` (asked after the filing)
+        allows it: under an idempotency key only one request of the key does.
         """
         recipients = [r for r in email.recipients if r != email.sender]
         await asyncio.gather(
@@ -195,7 +214,8 @@ class MailStore:
             )
         )
         await self._file(email, [(email.sender, Placement.delivered(email, email.sender))])
-        await self._move_counters([(r, INBOX, 1) for r in recipients])
+        if may_count is None or await may_count():
+            await self._move_counters([(r, INBOX, 1) for r in recipients])
 
     async def _file(self, email: EmailRecord, placements: Sequence[tuple[str, Placement]]) -> None:
         statements: list[tuple[str, Params]] = []

@@ -11,6 +11,7 @@ from strawberry.types import Info
 
 from gateway.errors import NotFound
 from gateway.graph.context import context_of
+from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, Edge, PageInfo, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.messenger import rules
@@ -132,7 +133,7 @@ class Conversation:
 
 
 @strawberry.type(description="Someone you have talked with, with the conversation's latest state.")
-class TalkPartner:
+class TalkPartner(Node):
     """The fields taken from the stored row are filled at construction: plain
     attributes resolve on Strawberry's fast path."""
 
@@ -169,6 +170,7 @@ class TalkPartner:
     def of(cls, record: PartnerRecord, users: Prefetched = None) -> TalkPartner:
         last = record.last_message
         return cls(
+            id=global_id("TalkPartner", record.owner, record.partner),
             _record=record,
             _users=users,
             last_message=last.content if last else None,
@@ -190,6 +192,15 @@ class TalkPartner:
             logins.update(r.last_message.sender for r in records if r.last_message)
         users = await users_by_login(info, logins) if logins else None
         return [cls.of(record, users) for record in records]
+
+
+async def talk_partner_node(info: Info, owner: str, partner: str) -> TalkPartner | None:
+    """``node``'s lookup of a ``TalkPartner`` global id: only the owner's own, and
+    only someone the owner has talked with."""
+    if await context_of(info).viewer() != owner:
+        return None
+    record = await context_of(info).loader(partner_loader).load((owner, partner))
+    return TalkPartner.of(record) if record.last_message is not None else None
 
 
 async def _other_user(info: Info, viewer: str, login: str, field: str) -> str:
@@ -245,9 +256,11 @@ class MessengerMutation:
         self, info: Info, to: str, content: str, client_message_id: str | None = None
     ) -> DirectMessage:
         context = context_of(info)
+        key = rules.client_message_id(client_message_id)
+        if key is not None:
+            context.sent_with_key(info)
         sender = await context.require_viewer()
         text = rules.content(content)
-        key = rules.client_message_id(client_message_id)
         await context.rate_limit(Limit.SEND, sender)
         recipient = await _other_user(info, sender, to, "to")
         sent = await context.store(MessengerStore).send(sender, recipient, text, key)
@@ -257,7 +270,8 @@ class MessengerMutation:
 
     @strawberry.mutation(
         description="Everything unread from `with` becomes read; a message arriving at the same "
-        "moment is counted afterwards, never lost."
+        "moment is counted afterwards, never lost. Select `conversation { id unreadCount }` too, "
+        "and a normalised cache updates the talk partner and the conversation together."
     )
     async def mark_conversation_read(self, info: Info, with_: WithArgument) -> TalkPartner:
         context = context_of(info)

@@ -244,8 +244,10 @@ class MessengerStore:
         if not wanted:
             return found
         result = await self.db.execute(
-            f"SELECT {_PARTNER_COLUMNS} FROM talk_partners WHERE owner = ? AND row_kind = 0 AND partner IN ?",
-            (owner, wanted),
+            f"SELECT {_PARTNER_COLUMNS} FROM talk_partners"
+            " WHERE owner = ? AND row_kind = 0 AND partner IN ? LIMIT ?",
+            # One row of kind 0 per partner.
+            (owner, wanted, len(wanted)),
             fetch_size=len(wanted) + 1,
         )
         for row in result.rows:

@@ -66,12 +66,22 @@ class RoomHistory:
         self._known_buckets: OrderedDict[tuple[UUID, int], None] = OrderedDict()
 
     async def append(
-        self, room_name: str, room_id: UUID, author_login: str | None, content: str, *, system: bool = False
+        self,
+        room_name: str,
+        room_id: UUID,
+        author_login: str | None,
+        content: str,
+        *,
+        system: bool = False,
+        message_id: UUID | None = None,
     ) -> RoomMessageRecord:
-        """Store a message. The bucket index row is written first: a crash between the
-        two writes leaves an empty bucket listed (skipped by readers), never a
-        message that paging cannot reach."""
-        message = RoomMessageRecord(room_name, room_id, new_timeuuid(), author_login, content, system)
+        """Store a message (under ``message_id`` when one was claimed for it). The
+        bucket index row is written first: a crash between the two writes leaves
+        an empty bucket listed (skipped by readers), never a message that paging
+        cannot reach."""
+        message = RoomMessageRecord(
+            room_name, room_id, message_id or new_timeuuid(), author_login, content, system
+        )
         bucket = bucket_of_timeuuid(message.id, self.granularity)
         key = (room_id, bucket)
         if key in self._known_buckets:
@@ -88,6 +98,16 @@ class RoomHistory:
         )
         return message
 
+    async def message(self, room_name: str, room_id: UUID, message_id: UUID) -> RoomMessageRecord | None:
+        row = (
+            await self.db.execute(
+                "SELECT message_id, author_login, content, system_message FROM room_messages"
+                " WHERE room_id = ? AND bucket = ? AND message_id = ?",
+                (room_id, bucket_of_timeuuid(message_id, self.granularity), message_id),
+            )
+        ).one()
+        return self._record(room_name, room_id, row) if row else None
+
     async def page(
         self, room_name: str, room_id: UUID, *, first: int, after: Position | None
     ) -> Page[RoomMessageRecord]:
@@ -99,11 +119,13 @@ class RoomHistory:
         )
 
     async def erase(self, room_id: UUID) -> None:
-        """Delete every bucket partition of a room's history, then its bucket index."""
+        """Delete every bucket partition of a room's history, then its bucket index: whole
+        partitions of a deleted room incarnation, which nothing reads any more."""
         buckets = await _HISTORY.buckets(self.db, (room_id,))
         limit = asyncio.Semaphore(ERASE_CONCURRENCY)
 
         async def erase_bucket(bucket: int) -> None:
+            """Drop one bucket's whole partition."""
             async with limit:
                 await self.db.execute(
                     "DELETE FROM room_messages WHERE room_id = ? AND bucket = ?", (room_id, bucket)

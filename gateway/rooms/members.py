@@ -173,12 +173,13 @@ class MemberStore:
             (membership.login, membership.room_name, membership.room_id),
         )
 
-    async def rooms_of_count(self, login: str) -> int:
-        """The user's ``user_rooms`` rows (bounded by the cap, plus stale rows not yet repaired)."""
-        row = (
-            await self.db.execute("SELECT COUNT(*) AS n FROM user_rooms WHERE login = ?", (login,))
-        ).one()
-        return int(row["n"]) if row else 0
+    async def rooms_of_count(self, login: str, at_most: int) -> int:
+        """The user's ``user_rooms`` rows, counted up to ``at_most`` (the cap's check needs
+        no more; stale rows not yet repaired count too)."""
+        result = await self.db.execute(
+            "SELECT room_name FROM user_rooms WHERE login = ? LIMIT ?", (login, at_most), fetch_size=at_most
+        )
+        return len(result.rows)
 
     async def rooms_of(self, login: str, first: int, after: tuple[str, UUID] | None) -> UserRoomSlice:
         """The user's rows by room name, after ``after``: one slice of ``first + 1`` rows."""
@@ -199,7 +200,8 @@ class MemberStore:
 
     async def forget_room(self, room_id: UUID, name: str) -> int:
         """Remove a deleted incarnation from every participant's rooms, then drop its
-        participant rows and count; returns how many participants were found.
+        participant rows and count (whole partitions of the dead incarnation); returns how
+        many participants were found.
 
         The participant rows are read a page at a time (``CLEANUP_PAGE``), each
         page's ``user_rooms`` rows deleted in one unlogged batch (no batch log:

@@ -9,7 +9,9 @@ import strawberry
 from strawberry.types import Info
 
 from gateway.errors import BadUserInput, Forbidden, NotFound
+from gateway.graph import validation
 from gateway.graph.context import Context, context_of
+from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import (
     Connection,
     decode_position,
@@ -58,7 +60,7 @@ def service(context: Context) -> RoomService:
 
 
 @strawberry.type(description="A chat room. Anyone may see rooms and who is in them.")
-class Room:
+class Room(Node):
     """Fields known from the record are filled at construction: plain attributes resolve
     on Strawberry's fast path."""
 
@@ -76,6 +78,7 @@ class Room:
     @classmethod
     def of(cls, record: RoomRecord, users: Prefetched = None) -> Room:
         return cls(
+            id=global_id("Room", record.name),
             name=record.name,
             banner=record.banner,
             created_at=record.created_at,
@@ -170,16 +173,21 @@ class RoomMessage:
         return prefetched_user_or_none(info, self._authors, self._author_login)
 
 
+async def room_node(info: Info, name: str) -> Room | None:
+    """A room by name, None when there is none (``room`` and ``node``)."""
+    try:
+        key = rules.room_name(name)
+    except BadUserInput:
+        return None
+    record = await context_of(info).loader(room_loader).load(key)
+    return Room.of(record) if record else None
+
+
 @strawberry.type
 class RoomQuery:
     @strawberry.field(description="A room by name; null when there is none.")
     async def room(self, info: Info, name: str) -> Room | None:
-        try:
-            key = rules.room_name(name)
-        except BadUserInput:
-            return None
-        record = await context_of(info).loader(room_loader).load(key)
-        return Room.of(record) if record else None
+        return await room_node(info, name)
 
     @strawberry.field(
         description="Every room, in the table's storage order (not alphabetical). Rooms created "
@@ -234,13 +242,22 @@ class RoomMutation:
         viewer = await context.require_viewer()
         return await service(context).delete(viewer, rules.room_name(name))
 
-    @strawberry.mutation(description="Post in a room you are in. FORBIDDEN unless you are a participant.")
-    async def post_room_message(self, info: Info, room: str, content: str) -> RoomMessage:
+    @strawberry.mutation(
+        description="Post in a room you are in. FORBIDDEN unless you are a participant. "
+        "`clientMutationId` is an idempotency key you generate (a UUID): a retry with the same key "
+        "stores no second message and returns the first."
+    )
+    async def post_room_message(
+        self, info: Info, room: str, content: str, client_mutation_id: str | None = None
+    ) -> RoomMessage:
         context = context_of(info)
+        client_key = validation.idempotency_key(client_mutation_id)
+        if client_key is not None:
+            context.sent_with_key(info)
         viewer = await context.require_viewer()
         name, text = rules.room_name(room, "room"), rules.content(content)
         await context.rate_limit(Limit.SEND, viewer)
-        message, record = await service(context).post(viewer, name, text)
+        message, record = await service(context).post(viewer, name, text, client_key)
         return RoomMessage.of(message, Room.of(record))
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import random
+from uuid import UUID
 
 from gateway.db import clock
 from gateway.db.clock import new_timeuuid
+from gateway.db.idempotency import MutationKeys
 from gateway.db.lwt import compare_and_set
 from gateway.db.session import CassandraUnavailable, ContentionExhausted, Database
 from gateway.errors import Conflict, Forbidden, GatewayError, NotFound
@@ -60,6 +62,7 @@ class RoomService:
         self.pubsub = pubsub
         self.max_participants = rooms.settings.room_max_participants
         self.max_rooms = rooms.settings.rooms_per_user_max
+        self.keys = MutationKeys(db)
 
     async def create(self, viewer: str, name: str, banner: str | None) -> RoomRecord:
         """CONFLICT when the name is taken, or when the creator is in as many rooms as
@@ -106,7 +109,7 @@ class RoomService:
                 await self.members.is_participant(room.id, login)
             ):
                 raise self._full(room)
-            if attempt and await self.members.rooms_of_count(login) >= self.max_rooms:
+            if attempt and await self.members.rooms_of_count(login, self.max_rooms + 1) >= self.max_rooms:
                 raise self._too_many_rooms()
             joined_at = clock.now()
             if not await self.members.add(room.id, login, joined_at):
@@ -116,7 +119,9 @@ class RoomService:
                 self.members.record(membership, joined_at), self.members.count_by(room.id, 1)
             )
             count, rooms_of_user, current = await asyncio.gather(
-                self.members.count(room.id), self.members.rooms_of_count(login), self.rooms.get(room.name)
+                self.members.count(room.id),
+                self.members.rooms_of_count(login, self.max_rooms + 1),
+                self.rooms.get(room.name),
             )
             if current is not None and current.id == room.id and count <= self.max_participants and (
                 rooms_of_user <= self.max_rooms
@@ -217,14 +222,30 @@ class RoomService:
         await self.history.erase(deleted.id)
         return True
 
-    async def post(self, viewer: str, name: str, content: str) -> tuple[RoomMessageRecord, RoomRecord]:
-        """NOT_FOUND when the room is gone, FORBIDDEN unless the viewer is a participant."""
+    async def post(
+        self, viewer: str, name: str, content: str, client_key: str | None = None
+    ) -> tuple[RoomMessageRecord, RoomRecord]:
+        """NOT_FOUND when the room is gone, FORBIDDEN unless the viewer is a participant.
+
+        With ``client_key`` the message id is claimed under (viewer, room
+        incarnation, key) first (``gateway/db/idempotency.py``): a retry returns
+        the stored message without announcing it again, or stores it under the
+        claimed id when the first request never did.
+        """
         room = await self.rooms.get(name)
         if room is None:
             raise NotFound(f"No room '{name}'.", field="room")
         if not await self.members.is_participant(room.id, viewer):
             raise Forbidden(f"Join '{name}' before posting in it.", field="room")
-        message = await self.history.append(room.name, room.id, viewer, content)
+        message_id = new_timeuuid()
+        if client_key is not None:
+            claim = await self.keys.claim(viewer, f"postRoomMessage:{room.id}", client_key, str(message_id))
+            message_id = UUID(claim.result)
+            if not claim.first:
+                stored = await self.history.message(room.name, room.id, message_id)
+                if stored is not None:
+                    return stored, room
+        message = await self.history.append(room.name, room.id, viewer, content, message_id=message_id)
         await self.pubsub.publish(room_channel(name), RoomEvent(RoomEventKind.MESSAGE, message, room, viewer))
         return message, room
 

@@ -12,6 +12,7 @@ from gateway.db import clock
 from gateway.errors import Conflict, NotFound, Unauthenticated
 from gateway.graph import validation
 from gateway.graph.context import context_of
+from gateway.graph.node import Node, global_id
 from gateway.graph.sessions import announce_revoked
 from gateway.ratelimit.policy import Limit
 from gateway.users import rules
@@ -23,7 +24,7 @@ WRONG_CREDENTIALS = "Wrong login or password."
 
 
 @strawberry.type(description="A registered user.")
-class User:
+class User(Node):
     """The fields other domains add (``rooms``, ``posts`` ...) are joined onto this
     type at the composition root, ``gateway/schema.py``."""
 
@@ -42,6 +43,7 @@ class User:
     @classmethod
     def of(cls, record: UserRecord) -> User:
         return cls(
+            id=global_id("User", record.login),
             login=record.login,
             firstname=record.firstname,
             lastname=record.lastname,
@@ -55,6 +57,12 @@ async def load_user(info: Info, login: str) -> User | None:
     """A user through the request's batching loader."""
     record = await context_of(info).loader(user_loader).load(login)
     return User.of(record) if record else None
+
+
+async def user_node(info: Info, login: str) -> User | None:
+    """``node``'s lookup of a ``User`` global id."""
+    key = rules.login_or_none(login)
+    return await load_user(info, key) if key else None
 
 
 async def load_users(info: Info, logins: Iterable[str]) -> list[User]:
@@ -152,8 +160,7 @@ async def _start_session(info: Info, record: UserRecord) -> AuthPayload:
 class UserQuery:
     @strawberry.field(description="A user by login; null when there is none.")
     async def user(self, info: Info, login: str) -> User | None:
-        key = rules.login_or_none(login)
-        return await load_user(info, key) if key else None
+        return await user_node(info, login)
 
 
 @strawberry.type

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from gateway.contacts.discovery import Discovery
+from gateway.contacts.jobs import JobKey
 from gateway.db.clock import new_timeuuid
 from gateway.graph.codec import EventCodec, UnknownEvent
 from gateway.messenger.model import MessageRecord
@@ -40,6 +41,7 @@ def _room_event(kind: RoomEventKind, author: str | None) -> RoomEvent:
         _room_event(RoomEventKind.MESSAGE, "bob"),
         _room_event(RoomEventKind.DELETED, None),
         Discovery("tel", bytes(range(32)), "carol"),
+        JobKey(bytes(range(32)), "erin"),
         MessageRecord(new_timeuuid(), "alice", "bob", "hello", "key-1").to_event(),
     ],
 )

@@ -1,0 +1,68 @@
+"""Delivering verification codes: a JSON POST to the operator's sender, or the log.
+
+The webhook (``GATEWAY_VERIFICATION_WEBHOOK_URL``) is the operator's SMS or
+email gateway. Any 2xx answer is a delivery; a timeout, a refused connection or
+another status is tried again, a bounded number of times with a short back-off,
+and then the request fails with ``UNAVAILABLE`` naming the cause. Asking again
+is safe: a new code replaces the undelivered one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+
+import aiohttp
+
+from gateway.errors import Unavailable
+
+log = logging.getLogger(__name__)
+
+BACKOFF_SECONDS = 0.2
+
+
+class CodeSender:
+    def __init__(self, url: str, *, timeout: float, attempts: int) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.attempts = attempts
+
+    async def send(self, network: str, network_id: str, code: str, expires_at: datetime) -> None:
+        payload = {
+            "network": network,
+            "networkId": network_id,
+            "code": code,
+            "expiresAt": expires_at.isoformat().replace("+00:00", "Z"),
+        }
+        if not self.url:
+            log.warning(
+                "verification code for %s:%s is %s (valid until %s; set GATEWAY_VERIFICATION_WEBHOOK_URL "
+                "to deliver codes)",
+                network,
+                network_id,
+                code,
+                payload["expiresAt"],
+            )
+            return
+        problem = ""
+        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        async with aiohttp.ClientSession(timeout=timeout) as http:
+            for n in range(self.attempts):
+                if n:
+                    await asyncio.sleep(BACKOFF_SECONDS * 2 ** (n - 1))
+                try:
+                    async with http.post(self.url, json=payload) as response:
+                        if 200 <= response.status < 300:
+                            return
+                        problem = f"the sender answered HTTP {response.status}"
+                except TimeoutError:
+                    problem = f"the sender did not answer within {self.timeout:g} s"
+                except aiohttp.ClientError as exc:
+                    problem = f"the sender could not be reached ({type(exc).__name__})"
+                log.warning("verification webhook attempt %d/%d: %s", n + 1, self.attempts, problem)
+        raise Unavailable(
+            f"The verification code could not be delivered: {problem} after {self.attempts} attempts. "
+            "Asking for a new code later is safe.",
+            retry_safe=True,
+        )

@@ -1,0 +1,150 @@
+"""Every GraphQL operation measured and logged, in one place.
+
+:class:`Observed` is the outermost schema extension, so when an operation ends
+its errors already carry their codes (``ErrorCodes`` runs inside it). It feeds
+the application's :class:`~gateway.metrics.GatewayMetrics` and writes one access
+line per operation to the ``gateway.access`` logger, with the ``requestId`` a
+masked error of the operation carries.
+
+- Queries and mutations (over HTTP or a WebSocket) count when they answer:
+  outcome, latency, and the CQL statements they ran. Statements are measured
+  per operation, so the operations of one batched request are told apart.
+- A subscription is an active one from its start to its end, and counts (with
+  the outcome of its last result) when it ends; its lifetime is no latency.
+- ``RATE_LIMITED`` errors count as refusals, under their ``extensions.rule``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from graphql import GraphQLError
+from strawberry.extensions import SchemaExtension
+from strawberry.types.graphql import OperationType
+
+from gateway.db.session import RequestMetrics, current_metrics, measuring
+from gateway.errors import GatewayError
+from gateway.graph.errors import extensions_of
+from gateway.metrics import METRICS, GatewayMetrics
+
+access_log = logging.getLogger("gateway.access")
+
+RATE_LIMITED = "RATE_LIMITED"
+
+
+def outcome_of(errors: list[GraphQLError] | None, failure: BaseException | None = None) -> str:
+    """``ok``, or the code of the first error."""
+    if failure is not None:
+        if isinstance(failure, GatewayError):
+            return str(extensions_of(failure)["code"])
+        return "INTERNAL_SERVER_ERROR"
+    if not errors:
+        return "ok"
+    return str((errors[0].extensions or {}).get("code") or "INTERNAL_SERVER_ERROR")
+
+
+def _metrics_of(context: Any) -> GatewayMetrics | None:
+    request = getattr(context, "request", None)
+    app = getattr(request, "app", None)
+    return app.get(METRICS) if app is not None else None
+
+
+class Observed(SchemaExtension):
+    def __init__(self, *, execution_context: Any = None) -> None:
+        super().__init__(execution_context=execution_context)
+        self._operation = RequestMetrics()
+        self._subscription = False
+        self._request_id: str | None = None
+
+    def on_operation(self) -> Iterator[None]:
+        context = self.execution_context.context
+        metrics = _metrics_of(context)
+        if metrics is None:
+            yield
+            return
+        start = time.perf_counter()
+        failure: BaseException | None = None
+        try:
+            yield
+        except (GeneratorExit, Exception) as exc:
+            # A subscription that its client ends, or the socket closing, is a normal end.
+            failure = None if isinstance(exc, GeneratorExit) else exc
+            raise
+        finally:
+            if self._subscription:
+                metrics.subscriptions.dec()
+            try:
+                self._finish(metrics, context, time.perf_counter() - start, failure)
+            except Exception:
+                logging.getLogger(__name__).exception("could not record an operation")
+
+    def on_execute(self) -> Iterator[None]:
+        context = self.execution_context.context
+        self._request_id = getattr(context, "request_id", None)
+        if self.execution_context.operation_type is OperationType.SUBSCRIPTION:
+            metrics = _metrics_of(context)
+            if metrics is not None:
+                self._subscription = True
+                metrics.subscriptions.inc()
+        self._operation = RequestMetrics(outer=current_metrics.get())
+        with measuring(self._operation):
+            yield
+
+    def _finish(
+        self, metrics: GatewayMetrics, context: Any, seconds: float, failure: BaseException | None
+    ) -> None:
+        execution = self.execution_context
+        result = execution.result
+        errors = getattr(result, "errors", None)
+        outcome = outcome_of(errors, failure)
+        try:
+            name = execution.operation_name
+        except Exception:  # an operation name that the document does not have
+            name = None
+        label = metrics.operation_names.label(name)
+        metrics.requests.labels(label, outcome).inc()
+        statements = self._operation.statements
+        if not self._subscription:
+            metrics.latency.labels(label).observe(seconds)
+            metrics.statements_per_request.observe(statements)
+            if statements:
+                metrics.statements.inc(statements)
+            if self._operation.lwt_retries:
+                metrics.lwt_retries.inc(self._operation.lwt_retries)
+        for error in errors or ():
+            extensions = error.extensions or {}
+            if extensions.get("code") == RATE_LIMITED:
+                metrics.count_rate_limited(str(extensions.get("rule") or RATE_LIMITED))
+        if access_log.isEnabledFor(logging.INFO):
+            self._log(context, name, outcome, seconds, statements)
+
+    def _log(self, context: Any, name: str | None, outcome: str, seconds: float, statements: int) -> None:
+        execution = self.execution_context
+        kind = execution.operation_type.value if execution.graphql_document is not None else "unknown"
+        request_id = self._request_id or getattr(context, "request_id", None)
+        user = getattr(context, "login", None)
+        duration_ms = round(seconds * 1000, 3)
+        access_log.info(
+            "%s %s %s %.1fms statements=%d user=%s requestId=%s",
+            kind,
+            name or "anonymous",
+            outcome,
+            duration_ms,
+            statements,
+            user or "-",
+            request_id,
+            extra={
+                "requestId": request_id,
+                "operation": name,
+                "operationType": kind,
+                "transport": "ws" if getattr(context, "websocket", False) else "http",
+                "user": user,
+                "durationMs": duration_ms,
+                "statements": statements,
+                "lwtRetries": self._operation.lwt_retries,
+                "outcome": outcome,
+            },
+        )

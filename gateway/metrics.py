@@ -1,0 +1,201 @@
+"""Prometheus metrics of a gateway process, and ``GET /metrics``.
+
+Each application has its own :class:`GatewayMetrics` (its own registry), so
+several apps in one process (the tests) never mix their numbers. With
+``gateway serve --workers N`` the workers run prometheus-client's multiprocess
+mode: :func:`prepare_multiprocess_metrics` is called by the supervisor before
+it starts them, every worker writes its values to files in that directory, and
+``/metrics`` on whichever worker answers the scrape adds up the files of all of
+them (gauges with their ``multiprocess_mode``: live sums for connections and
+subscriptions, the live minimum for the broker, so one worker without it shows).
+
+Label values stay bounded: the operation name is chosen by the client, so only
+the first :data:`MAX_OPERATION_NAMES` distinct names (per process) get their own
+label; later ones, and names that are not GraphQL names, count as ``other``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from aiohttp import web
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.multiprocess import MultiProcessCollector
+
+#: The variable prometheus-client reads, at import, to write values to files.
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+MAX_OPERATION_NAMES = 200
+ANONYMOUS = "anonymous"
+OTHER = "other"
+_GRAPHQL_NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,99}")
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+STATEMENT_BUCKETS = (0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 100, 200, 500)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def multiprocess_dir() -> str | None:
+    return os.environ.get(MULTIPROCESS_ENV) or None
+
+
+def prepare_multiprocess_metrics(directory: str | Path) -> dict[str, str]:
+    """Empty ``directory`` for the values of a new set of workers; the environment
+    variables to start them with. Call it before the workers start."""
+    path = Path(directory)
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return {MULTIPROCESS_ENV: str(path)}
+
+
+class OperationNames:
+    """The label of an operation name: itself among the first ``limit`` distinct ones."""
+
+    def __init__(self, limit: int = MAX_OPERATION_NAMES) -> None:
+        self.limit = limit
+        self._known: set[str] = set()
+
+    def label(self, name: str | None) -> str:
+        if not name:
+            return ANONYMOUS
+        if name in self._known:
+            return name
+        if len(self._known) >= self.limit or not _GRAPHQL_NAME.fullmatch(name):
+            return OTHER
+        self._known.add(name)
+        return name
+
+
+#: Set on a request once its WebSocket upgrade is answered (status 101).
+UPGRADED = "gateway.websocket_upgraded"
+
+
+class GatewayMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.operation_names = OperationNames()
+        r = self.registry
+        self.requests = Counter(
+            "gateway_requests",
+            "GraphQL operations, by operation name and outcome (ok, or the code of the first error)",
+            ["operation", "outcome"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "gateway_request_duration_seconds",
+            "Time to answer a GraphQL query or mutation, by operation name",
+            ["operation"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.statements_per_request = Histogram(
+            "gateway_request_cql_statements",
+            "CQL statements one GraphQL query or mutation ran",
+            buckets=STATEMENT_BUCKETS,
+            registry=r,
+        )
+        self.statements = Counter(
+            "gateway_cql_statements", "CQL statements run by GraphQL queries and mutations", registry=r
+        )
+        self.lwt_retries = Counter(
+            "gateway_lwt_retries", "Compare-and-set attempts lost to another writer and retried", registry=r
+        )
+        self.websockets = Gauge(
+            "gateway_websocket_connections",
+            "Open WebSocket connections",
+            multiprocess_mode="livesum",
+            registry=r,
+        )
+        self.subscriptions = Gauge(
+            "gateway_active_subscriptions", "Subscriptions running", multiprocess_mode="livesum", registry=r
+        )
+        self.rate_limited = Counter(
+            "gateway_rate_limited", "Requests refused by a rate limit, by rule", ["rule"], registry=r
+        )
+        self.broker_up = Gauge(
+            "gateway_broker_up",
+            "1 when the broker answers (or none is configured), 0 while it is unreachable",
+            multiprocess_mode="livemin",
+            registry=r,
+        )
+        self.broker_up.set(1)
+        self.http_requests = Counter(
+            "gateway_http_requests", "HTTP requests, by route and status", ["route", "status"], registry=r
+        )
+
+    # -- hooks for other parts ------------------------------------------------
+
+    def set_broker_state(self, state: str) -> None:
+        """The broker's state as ``PubSub.state`` names it."""
+        self.broker_up.set(0 if state == "unreachable" else 1)
+
+    def count_rate_limited(self, rule: str) -> None:
+        """A refusal that does not reach a GraphQL result (GraphQL ``RATE_LIMITED`` errors
+        are counted from the results, under the rule in their extensions)."""
+        self.rate_limited.labels(rule).inc()
+
+    # -- exposition -------------------------------------------------------------
+
+    def exposition(self) -> bytes:
+        directory = multiprocess_dir()
+        if directory is None:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]  # prometheus-client 0.26: unannotated
+        return generate_latest(registry)
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """HTTP requests by route and status; open WebSockets (the handler returns when one closes)."""
+        websocket = request.headers.get("Upgrade", "").lower() == "websocket"
+        if websocket:
+            self.websockets.inc()
+        status = 500
+        try:
+            response = await handler(request)
+            status = response.status
+            return response
+        except web.HTTPException as exc:
+            status = exc.status
+            raise
+        except asyncio.CancelledError:
+            # A socket's handler may end cancelled (its peer went away); the upgrade happened.
+            if request.get(UPGRADED):
+                status = 101
+            raise
+        finally:
+            if websocket:
+                self.websockets.dec()
+            resource = request.match_info.route.resource
+            route = resource.canonical if resource is not None else "unmatched"
+            self.http_requests.labels(route, str(status)).inc()
+
+
+METRICS = web.AppKey("metrics", GatewayMetrics)
+
+
+async def metrics_endpoint(request: web.Request) -> web.Response:
+    body = request.app[METRICS].exposition()
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def install(app: web.Application) -> GatewayMetrics:
+    """``/metrics`` and the HTTP middleware on ``app``; add it first, so it sees every answer."""
+    metrics = GatewayMetrics()
+    app[METRICS] = metrics
+    app.middlewares.insert(0, metrics.middleware)
+    app.router.add_get("/metrics", metrics_endpoint)
+    return metrics
