@@ -49,6 +49,8 @@ def _env(settings: Settings, port: int, broker_url: str) -> dict[str, str]:
         "ARGON2_PARALLELISM": "1",
         # Its own keyspace, so any pepper does (a real cluster refuses the public default).
         "CONTACTS_IDENTITY_PEPPER": os.environ.get("CONTACTS_IDENTITY_PEPPER") or "bench-pepper",
+        # Workers must share one download-signing key.
+        "GATEWAY_URL_SIGNING_SECRET": os.environ.get("GATEWAY_URL_SIGNING_SECRET") or "bench-" + "s" * 32,
     }
 
 
