@@ -53,6 +53,7 @@ def gateway_env(settings: Settings, port: int, **extra: str) -> dict[str, str]:
         "CASSANDRA_CONTACT_POINTS": ",".join(settings.contact_points) or "127.0.0.1",
         "CASSANDRA_PORT": str(settings.cassandra_port),
         "CASSANDRA_REPLICATION": settings.replication,
+        "CONTACTS_IDENTITY_PEPPER": settings.contacts_identity_pepper,
         "GATEWAY_HOST": "127.0.0.1",
         "GATEWAY_PORT": str(port),
         "GATEWAY_QUERY_METRICS": "1",

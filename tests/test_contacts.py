@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from typing import Any
 
@@ -102,11 +103,16 @@ async def test_linking_later_notifies_the_uploaders_only(api: Api, app: web.Appl
     assert stored[0]["discoveredAt"] == event["discoveredAt"]
 
 
-async def test_concurrent_claims_of_one_identity_one_wins(api: Api) -> None:
+async def concurrent_claims_of_one_identity_one_wins(api: Api, other_api: Api) -> None:
+    """Twenty users claim one identity at once, alternating between two gateways: one wins."""
+    instances = itertools.cycle([api, other_api])
     claimants = await asyncio.gather(*(api.sign_up("claim") for _ in range(20)))
     email = f"Shared.{claimants[0].login}@Example.com"
     responses = await asyncio.gather(
-        *(api.call(LINK, {"network": "email", "networkId": email}, token=c.token) for c in claimants)
+        *(
+            next(instances).call(LINK, {"network": "email", "networkId": email}, token=c.token)
+            for c in claimants
+        )
     )
     winners = [c for c, r in zip(claimants, responses, strict=True) if not r.errors]
     losers = [r for r in responses if r.errors]
@@ -119,6 +125,10 @@ async def test_concurrent_claims_of_one_identity_one_wins(api: Api) -> None:
     for loser in claimants:
         if loser is not winners[0]:
             assert (await api.ok(IDENTITIES, token=loser.token))["me"]["identities"] == []
+
+
+async def test_concurrent_claims_of_one_identity_one_wins(api: Api) -> None:
+    await concurrent_claims_of_one_identity_one_wins(api, api)
 
 
 async def test_linking_is_idempotent_and_completes_an_interrupted_link(
