@@ -112,7 +112,8 @@ async def test_one_broker_connection_carries_every_subscription_of_a_process(
         finally:
             await connection.aclose()
         assert len(clients) == 1, clients
-        assert int(clients[0]["sub"]) == len(accounts)
+        # Each signed-in socket listens on its messages' channel and on its session's.
+        assert int(clients[0]["sub"]) == 2 * len(accounts)
 
 
 async def test_a_lost_broker_ends_subscriptions_and_queries_go_on(

@@ -1,5 +1,6 @@
-"""State the broker keeps for every process (rate limits, persisted queries): what it holds,
-and what each kind does while the broker is down, on a private Redis the tests stop.
+"""State the broker keeps or carries for every process (rate limits, persisted queries,
+session revocations): what it holds, and what each kind does while the broker is down,
+on a private Redis the tests stop.
 
 Across real processes the same state is proven shared in ``test_multiprocess.py``.
 """
@@ -15,12 +16,15 @@ from aiohttp import web
 from devnode.redis import RedisServer
 from gateway.app import SERVICES
 from gateway.graph.redis_pubsub import RedisPubSub
+from gateway.graph.sessions import session_channel
+from gateway.http.websocket import BROKER_POLL_SECONDS
 from gateway.settings import Settings
 from tests.client import Api, Response
-from tests.redis_helpers import WAIT, private_redis
+from tests.redis_helpers import WAIT, private_redis, wait_subscribers
 from tests.test_messenger import send
 from tests.test_persisted_queries import codes, persisted, post
 from tests.test_rate_limits import sign_in
+from tests.ws_protocol import TRANSPORT_WS, Socket
 
 __all__ = ["private_redis"]
 
@@ -115,3 +119,24 @@ async def test_persisted_queries_degrade_to_full_queries_while_the_broker_is_dow
     status, result = await post(api_b, {"extensions": persisted(before)})
     assert (status, result["data"]) == (200, {"user": None})
     await asyncio.to_thread(private_redis.start)
+
+
+async def test_a_sign_out_during_a_broker_outage_still_closes_the_socket(
+    make_server: Any, private_redis: RedisServer, base_settings: Settings
+) -> None:
+    """The revocation cannot travel: the socket's watch looks its session up instead,
+    and closes with 4403 within one poll interval, without sending anything."""
+    api, _ = await _brokered(make_server, private_redis)
+    alice = await api.sign_up("pollout")
+    async with Socket.open(api, TRANSPORT_WS) as socket:
+        acked = await socket.init(alice.token)
+        assert acked is not None and acked["type"] == "connection_ack"
+        channel = f"{base_settings.keyspace}:{session_channel(alice.token)}"
+        await wait_subscribers(private_redis.url, channel, 1)
+        await asyncio.to_thread(private_redis.stop)
+        try:
+            assert (await api.ok("mutation { signOut }", token=alice.token))["signOut"] is True
+            code = await asyncio.wait_for(socket.close_code(), BROKER_POLL_SECONDS + 5)
+            assert code == 4403
+        finally:
+            await asyncio.to_thread(private_redis.start)

@@ -181,6 +181,8 @@ class RedisPubSub:
                 return
             kind = "subscribe" if wanted else "unsubscribe"
             confirmed = asyncio.get_running_loop().create_future()
+            # A loss may fail it after its waiter gave up: nobody else reads that error.
+            confirmed.add_done_callback(lambda f: f.cancelled() or f.exception())
             self._confirmations[(kind, channel)] = confirmed
             try:
                 await pubsub.execute_command(kind.upper(), self._prefix + channel)
