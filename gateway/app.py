@@ -21,6 +21,7 @@ from gateway.graph.batch import BatchBudget
 from gateway.graph.context import Context, Services
 from gateway.graph.limits import QueryLimits
 from gateway.graph.pubsub import InProcessPubSub, PubSub
+from gateway.graph.redis_client import redis_client
 from gateway.graph.redis_pubsub import RedisPubSub
 from gateway.graphiql import add_static_routes, render_graphiql
 from gateway.http.compression import compress_responses
@@ -188,6 +189,8 @@ def pubsub_of(settings: Settings) -> PubSub:
 
 #: Seconds a rate-limit or persisted-query call may wait for the broker.
 BROKER_CALL_TIMEOUT = 1.0
+#: Seconds a burst of such calls may wait for one of the process's 64 broker connections.
+BROKER_POOL_WAIT = 5.0
 
 
 def broker_client(settings: Settings) -> aioredis.Redis | None:
@@ -195,11 +198,13 @@ def broker_client(settings: Settings) -> aioredis.Redis | None:
     None without ``GATEWAY_BROKER_URL``. Calls fail fast: callers decide what a failure means."""
     if not settings.broker_url:
         return None
-    return aioredis.from_url(
+    return redis_client(
         settings.broker_url,
-        socket_connect_timeout=BROKER_CALL_TIMEOUT,
-        socket_timeout=BROKER_CALL_TIMEOUT,
         max_connections=64,
+        timeout=BROKER_CALL_TIMEOUT,
+        retries=1,
+        read_timeout=BROKER_CALL_TIMEOUT,
+        pool_timeout=BROKER_POOL_WAIT,
     )
 
 

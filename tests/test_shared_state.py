@@ -140,3 +140,13 @@ async def test_a_sign_out_during_a_broker_outage_still_closes_the_socket(
             assert code == 4403
         finally:
             await asyncio.to_thread(private_redis.start)
+
+
+async def test_a_burst_beyond_the_broker_connections_waits_instead_of_failing_closed(
+    make_server: Any, private_redis: RedisServer
+) -> None:
+    """200 sign-ins at once, each two limiter calls, over a pool of 64 connections:
+    a busy broker is not a lost one, so none is refused as UNAVAILABLE."""
+    api, _ = await _brokered(make_server, private_redis)
+    burst = await asyncio.gather(*(sign_in(api, f"nobody-burst-{n}", "wrong") for n in range(200)))
+    assert [r.codes for r in burst] == [["UNAUTHENTICATED"]] * 200

@@ -32,12 +32,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from gateway.graph.codec import EventCodec, UnknownEvent
 from gateway.graph.pubsub import BrokerState, BrokerUnavailable
+from gateway.graph.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 
@@ -86,15 +85,9 @@ class RedisPubSub:
         self._background: set[asyncio.Task[Any]] = set()
         self._publisher = self._client(max_connections=16)
 
-    def _client(self, **kwargs: Any) -> aioredis.Redis:
+    def _client(self, max_connections: int = 2) -> aioredis.Redis:
         """A client that fails fast: retrying is this class's job, so nothing retries silently."""
-        return aioredis.from_url(
-            self.url,
-            retry=Retry(NoBackoff(), 0),
-            socket_connect_timeout=self._timeout,
-            socket_keepalive=True,
-            **kwargs,
-        )
+        return redis_client(self.url, max_connections=max_connections, timeout=self._timeout)
 
     @property
     def state(self) -> BrokerState:
