@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from typing import Any
 
@@ -109,7 +110,9 @@ async def test_linking_later_notifies_the_uploaders_only(
     assert stored[0]["discoveredAt"] == event["discoveredAt"]
 
 
-async def test_concurrent_claims_of_one_identity_one_wins(api: Api, codes: CodeReceiver) -> None:
+async def concurrent_claims_of_one_identity_one_wins(api: Api, other_api: Api, codes: CodeReceiver) -> None:
+    """Twenty users claim one identity at once, alternating between two gateways: one wins."""
+    instances = itertools.cycle([api, other_api])
     claimants = await asyncio.gather(*(api.sign_up("claim") for _ in range(20)))
     email = f"Shared.{claimants[0].login}@Example.com"
     # Each claimant proves they received a code (the sender delivers every request), then
@@ -117,7 +120,7 @@ async def test_concurrent_claims_of_one_identity_one_wins(api: Api, codes: CodeR
     proofs = [await request_code(api, codes, c.token, "email", email) for c in claimants]
     responses = await asyncio.gather(
         *(
-            api.call(LINK, {"network": "email", "networkId": email, "code": code}, token=c.token)
+            next(instances).call(LINK, {"network": "email", "networkId": email, "code": code}, token=c.token)
             for c, code in zip(claimants, proofs, strict=True)
         )
     )
@@ -132,6 +135,10 @@ async def test_concurrent_claims_of_one_identity_one_wins(api: Api, codes: CodeR
     for loser in claimants:
         if loser is not winners[0]:
             assert (await api.ok(IDENTITIES, token=loser.token))["me"]["identities"] == []
+
+
+async def test_concurrent_claims_of_one_identity_one_wins(api: Api, codes: CodeReceiver) -> None:
+    await concurrent_claims_of_one_identity_one_wins(api, api, codes)
 
 
 async def test_linking_is_idempotent_and_completes_an_interrupted_link(
