@@ -132,16 +132,17 @@ class CassandraRing:
 
     def _not_normal(self) -> dict[str, list[str]]:
         """For each member that does not (yet) see the whole ring NORMAL: what it sees instead."""
-        from cassandra.cluster import Cluster, NoHostAvailable
+        from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
         from cassandra.policies import WhiteListRoundRobinPolicy
 
         missing: dict[str, list[str]] = {}
         for host in self.hosts:
+            only_this = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]))
             cluster = Cluster(
                 [host],
                 port=self.port,
                 protocol_version=5,
-                load_balancing_policy=WhiteListRoundRobinPolicy([host]),
+                execution_profiles={EXEC_PROFILE_DEFAULT: only_this},
                 connect_timeout=5,
             )
             try:
