@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import pytest
 
 from gateway.app import create_app
+from gateway.db.session import CassandraUnavailable, Database
 from gateway.settings import Settings, SettingsError
 from tests.cli import run_cli
 
@@ -21,6 +23,12 @@ from tests.cli import run_cli
         ("MAIL_BUCKET", "week", "MAIL_BUCKET must be 'month', 'day' or '<N>s', got 'week'"),
         ("GATEWAY_BROKER_URL", "localhost:6379", "GATEWAY_BROKER_URL must be redis://host:port/db"),
         ("GATEWAY_DRAIN_SECONDS", "-1", "GATEWAY_DRAIN_SECONDS must be 0 or more, got -1.0"),
+        ("CASSANDRA_CONSISTENCY", "most", "CASSANDRA_CONSISTENCY must be one of ONE, TWO, THREE, QUORUM"),
+        (
+            "CASSANDRA_SERIAL_CONSISTENCY",
+            "quorum",
+            "CASSANDRA_SERIAL_CONSISTENCY must be LOCAL_SERIAL or SERIAL, got 'QUORUM'",
+        ),
     ],
 )
 async def test_cli_names_the_bad_variable(
@@ -45,3 +53,23 @@ def test_create_app_rejects_invalid_settings(base_settings: Settings) -> None:
         create_app(replace(base_settings, room_bucket="fortnight", redis_port=-1))
     assert raised.value.variable == "GATEWAY_REDIS_PORT"
     assert "ROOM_BUCKET must be 'month', 'day' or '<N>s', got 'fortnight'" in raised.value.message
+
+
+
+async def test_statements_are_sent_at_the_configured_consistency(
+    base_settings: Settings, server: object
+) -> None:
+    """TWO replicas cannot answer on the test keyspace's one: the setting reaches the statements."""
+    points = base_settings.contact_points or ("127.0.0.1",)
+    for level, answers in (("TWO", False), ("ONE", True)):
+        db = Database(replace(base_settings, contact_points=points, consistency=level))
+        await asyncio.to_thread(db.connect)
+        db.use_keyspace(base_settings.keyspace)
+        try:
+            if answers:
+                await db.execute("SELECT login FROM users WHERE login = ?", ("nobody-at-all",))
+            else:
+                with pytest.raises(CassandraUnavailable):
+                    await db.execute("SELECT login FROM users WHERE login = ?", ("nobody-at-all",))
+        finally:
+            await asyncio.to_thread(db.shutdown)
