@@ -28,6 +28,7 @@ from devnode.cassandra import CassandraRing
 from gateway.app import SERVICES
 from gateway.db.migrations import drop_keyspace
 from gateway.settings import Settings
+from tests.cli import run_cli
 from tests.client import Account, Api, Response
 from tests.conftest import start_server
 from tests.test_messenger import CONVERSATION, SEND
@@ -179,7 +180,12 @@ async def test_one_node_down_serves_everything_two_down_is_unavailable_and_servi
         await traffic.workout("up", alice, bob, room)
 
     with phase("stop node 3", timings):
-        await asyncio.to_thread(ring.stop, 3)
+        code, out = await run_cli(settings, "cassandra", "stop", "--node", "3")
+        assert code == 0, out
+    code, out = await run_cli(settings, "cassandra", "status", "--nodes", "3")
+    assert code == 3, out  # not all running
+    lines = [line for line in out.splitlines() if line.startswith("Cassandra ring node")]
+    assert [" running (pid" in line for line in lines] == [True, True, False], out
     with phase("one node down: traffic", timings):
         await traffic.workout("one-down", alice, bob, room)
 
