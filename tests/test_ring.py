@@ -156,10 +156,14 @@ class Traffic:
         assert set(await self.rooms_of(carol)) == {room, new_room}
 
 
-async def refused(api: Api, query: str, variables: dict[str, Any] | None = None, **kwargs: Any) -> Response:
-    """The response to an operation the ring cannot serve: UNAVAILABLE, and never a hang."""
+async def refused(
+    api: Api, query: str, variables: dict[str, Any] | None = None, *, safe: bool, **kwargs: Any
+) -> Response:
+    """The response to an operation the ring cannot serve: UNAVAILABLE saying whether the
+    same request may be sent again, and never a hang."""
     response = await asyncio.wait_for(api.call(query, variables, **kwargs), timeout=3 * REQUEST_TIMEOUT)
     assert response.codes == ["UNAVAILABLE"], response
+    assert response.errors[0]["extensions"]["retrySafe"] is safe, response
     assert "Traceback" not in response.errors[0]["message"]
     return response
 
@@ -192,15 +196,22 @@ async def test_one_node_down_serves_everything_two_down_is_unavailable_and_servi
     with phase("stop node 2", timings):
         await asyncio.to_thread(ring.stop, 2)
     with phase("two nodes down: refusals", timings):
-        await refused(api, CONVERSATION, {"with": bob.login, "first": 2}, token=alice.token)
-        await refused(api, HISTORY, {"n": room, "first": 5}, token=bob.token)
-        await refused(api, SEND, {"to": bob.login, "content": "lost"}, token=alice.token)
-        await refused(api, JOIN, {"n": room}, token=alice.token)
+        await refused(api, CONVERSATION, {"with": bob.login, "first": 2}, safe=True, token=alice.token)
+        await refused(api, HISTORY, {"n": room, "first": 5}, safe=True, token=bob.token)
+        # A send may have been applied; with its key, repeating it stores nothing twice.
+        await refused(api, SEND, {"to": bob.login, "content": "lost"}, safe=False, token=alice.token)
+        keyed = (
+            "mutation($to: String!, $c: String!, $k: String)"
+            " { sendMessage(to: $to, content: $c, clientMessageId: $k) { id } }"
+        )
+        await refused(api, keyed, {"to": bob.login, "c": "kept", "k": "ring-1"}, safe=True, token=alice.token)
+        await refused(api, JOIN, {"n": room}, safe=False, token=alice.token)
         await refused(
             api,
             "mutation($i: SignUpInput!) { signUp(input: $i) { token } }",
             {"i": {"login": "ringnobody", "password": "correct-horse", "firstname": "N",
                    "lastname": "B", "email": "ringnobody@example.com", "bio": ""}},
+            safe=False,
         )  # fmt: skip
 
     with phase("restart nodes 2 and 3", timings):
