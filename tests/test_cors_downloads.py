@@ -51,19 +51,22 @@ def exposed(headers: CIMultiDictProxy[str]) -> set[str]:
     return {h.strip().lower() for h in headers.get(hdrs.ACCESS_CONTROL_EXPOSE_HEADERS, "").split(",")}
 
 
-async def test_the_preflight_for_a_ranged_authorized_download_passes(download: dict[str, Any]) -> None:
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+async def test_the_preflight_for_a_ranged_authorized_download_passes(
+    download: dict[str, Any], method: str
+) -> None:
     status, headers, _ = await request(
         "OPTIONS",
         download["bare"],
         Origin=APP,
         **{
-            hdrs.ACCESS_CONTROL_REQUEST_METHOD: "GET",
+            hdrs.ACCESS_CONTROL_REQUEST_METHOD: method,
             hdrs.ACCESS_CONTROL_REQUEST_HEADERS: "authorization,if-none-match,range",
         },
     )
     assert status == 200
     assert headers[hdrs.ACCESS_CONTROL_ALLOW_ORIGIN] == APP
-    assert headers[hdrs.ACCESS_CONTROL_ALLOW_METHODS] == "GET"
+    assert headers[hdrs.ACCESS_CONTROL_ALLOW_METHODS] == method
     allowed = {h.strip().lower() for h in headers[hdrs.ACCESS_CONTROL_ALLOW_HEADERS].split(",")}
     assert {"authorization", "if-none-match", "range"} <= allowed
     assert headers[hdrs.ACCESS_CONTROL_ALLOW_CREDENTIALS] == "true"
