@@ -9,8 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.app import SERVICES
-from gateway.contacts import identities
-from gateway.contacts.identities import Identity
+from gateway.contacts.identity import Identity, identity_hash
 from tests.client import Api
 from tests.conftest import ServerFactory
 from tests.test_contacts_support import (
@@ -144,7 +143,7 @@ async def test_linking_is_idempotent_and_completes_an_interrupted_link(
     # A link that died right after winning its claim: the owners row is there
     # (written, as always, with IF NOT EXISTS), nothing else is.
     directory_settings = app[SERVICES].settings
-    digest = identities.identity_hash(
+    digest = identity_hash(
         directory_settings.contacts_identity_pepper.encode(), Identity("tel", e164(phone))
     )
     db = app[SERVICES].db
@@ -397,7 +396,7 @@ async def test_identity_tables_hold_hashes_not_numbers(
     await linked(api, codes, owner.token, "tel", phone)
     await upload(api, uploader.token, "tel", [{"networkId": phone, "name": "Private"}])
     settings = app[SERVICES].settings
-    digest = identities.identity_hash(
+    digest = identity_hash(
         settings.contacts_identity_pepper.encode(), Identity("tel", e164(phone))
     )
     db = app[SERVICES].db
@@ -409,7 +408,7 @@ async def test_identity_tables_hold_hashes_not_numbers(
     for row in [claim, *index]:
         assert all(digits not in str(value) for value in row.values())
     # Without the pepper the hash cannot be recomputed from the number.
-    assert digest != identities.identity_hash(b"", Identity("tel", e164(phone)))
+    assert digest != identity_hash(b"", Identity("tel", e164(phone)))
 
 
 async def test_demo_seed_is_idempotent(api: Api, app: web.Application) -> None:
