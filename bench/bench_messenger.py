@@ -15,6 +15,7 @@ from typing import Any
 
 from bench.harness import counted, gateway_under_test, measure, report
 from gateway.messenger.model import conversation_id
+from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
 from gateway.users.store import SessionStore, UserStore
 
@@ -81,7 +82,7 @@ async def main() -> None:
             login = await sessions.login_of(tokens[i % PARTNERS])
             assert login is not None
             await users.get_many([login, owner])
-            await store.send(login, owner, f"raw {i}")
+            await MessengerService(store).send(login, owner, f"raw {i}")
 
         first_page = await target.graphql(MAIN_VIEW, {"after": None}, owner_token)
         second_cursor = first_page["data"]["me"]["talkPartners"]["pageInfo"]["endCursor"]
