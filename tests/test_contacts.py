@@ -376,6 +376,24 @@ async def test_identities_limit_and_networks(api: Api, codes: CodeReceiver) -> N
     await linked(api, codes, user.token, "fb", listed[0]["networkId"])
 
 
+async def test_racing_links_never_exceed_the_identity_limit(api: Api, codes: CodeReceiver) -> None:
+    """Links of one user at once, each with its own valid code: the count each checks
+    cannot change under it, so exactly the limit of them succeed."""
+    user = await api.sign_up("racer")
+    base = uuid.uuid4().int % 10**12
+    ids = [f"{base}{i:02d}" for i in range(26)]
+    variables = []
+    for network_id in ids:
+        code = await request_code(api, codes, user.token, "fb", network_id)
+        variables.append({"network": "fb", "networkId": network_id, "code": code})
+    responses = await asyncio.gather(*(api.call(LINK, v, token=user.token) for v in variables))
+    refused = [r.errors[0]["extensions"] for r in responses if r.errors]
+    assert sum(1 for r in responses if not r.errors) == 20
+    assert refused == [{"code": "BAD_USER_INPUT", "field": "networkId"}] * 6
+    listed = (await api.ok(IDENTITIES, token=user.token))["me"]["identities"]
+    assert len(listed) == 20
+
+
 async def test_national_numbers_use_the_configured_country_code(api: Api, make_server: ServerFactory) -> None:
     dutch_api, _ = await make_server(contacts_default_country_code="+31")
     user = await dutch_api.sign_up("nl")

@@ -42,6 +42,7 @@ from gateway.contacts.jobs import FANOUT_CHANNEL, FanoutJobs, JobKey
 from gateway.contacts.store import BookEntry, ContactStore, LinkedIdentity
 from gateway.contacts.verifier import Verifier
 from gateway.db import clock
+from gateway.db.keyed_locks import KeyedLocks
 from gateway.db.session import Database
 from gateway.errors import BadUserInput, Conflict
 from gateway.settings import Settings
@@ -54,6 +55,14 @@ T = TypeVar("T")
 UNLINK_PAGE = 500
 #: Identities one user may link; keeps ``me.identities`` a short list and limits squatting.
 MAX_IDENTITIES_PER_USER = 20
+
+#: Serialises each user's links in this process from the count to the listing, so
+#: the count a link checks cannot change under it: the cap is exact within one
+#: gateway process. Across P processes linking for the same user at the same
+#: instant it is soft, by at most P - 1 identities (one racer per other process);
+#: an exact cross-process cap would need an LWT-guarded count written by every
+#: link and unlink, more than a cap against squatting is worth.
+_LINKS = KeyedLocks(wait_seconds=10.0)
 
 
 def contacts_channel(login: str) -> str:
@@ -110,9 +119,12 @@ class ContactDirectory:
     ) -> LinkedIdentity:
         """Link the identity once ``code`` proves ``login`` received the code sent to it."""
         identity, identity_hash = self.identity(network, network_id)
-        await self._check_room_for(login, identity_hash)
-        await self.verifier.check(login, identity_hash, code)
-        return await self._link(login, identity, identity_hash, publish)
+        async with _LINKS.hold(login):
+            await self._check_room_for(login, identity_hash)
+            await self.verifier.check(login, identity_hash, code)
+            linked = await self._claim(login, identity, identity_hash)
+        await self._tell_uploaders(linked, login, publish)
+        return linked
 
     async def link_verified(
         self, login: str, network: str, network_id: str, publish: Publish | None = None
@@ -120,18 +132,20 @@ class ContactDirectory:
         """Link without a code: for the demo seed and benchmarks, which own their identities.
         No GraphQL operation reaches this."""
         identity, identity_hash = self.identity(network, network_id)
-        await self._check_room_for(login, identity_hash)
-        return await self._link(login, identity, identity_hash, publish)
+        async with _LINKS.hold(login):
+            await self._check_room_for(login, identity_hash)
+            linked = await self._claim(login, identity, identity_hash)
+        await self._tell_uploaders(linked, login, publish)
+        return linked
 
     async def _check_room_for(self, login: str, identity_hash: bytes) -> None:
         mine = await self.store.identities_of(login)
         if len(mine) >= MAX_IDENTITIES_PER_USER and all(i.identity_hash != identity_hash for i in mine):
             raise BadUserInput("networkId", f"You can link at most {MAX_IDENTITIES_PER_USER} identities.")
 
-    async def _link(
-        self, login: str, identity: Identity, identity_hash: bytes, publish: Publish | None
-    ) -> LinkedIdentity:
-        """Claim the identity for ``login`` and let everyone who has it in a book discover them.
+    async def _claim(self, login: str, identity: Identity, identity_hash: bytes) -> LinkedIdentity:
+        """Claim the identity for ``login`` and list it among theirs; the caller then lets
+        everyone who has it in a book discover them.
 
         Linking an identity you hold already is harmless and completes whatever an
         earlier link was cut short before (the identity list, the discoveries).
@@ -141,7 +155,6 @@ class ContactDirectory:
             raise Conflict(f"This {identity.network} identity is linked to another user.", field="networkId")
         linked = LinkedIdentity(identity.network, identity.network_id, identity_hash, claim.linked_at)
         await self.store.add_user_identity(login, linked)
-        await self._tell_uploaders(linked, login, publish)
         return linked
 
     async def unlink_identity(self, login: str, network: str, network_id: str) -> bool:
