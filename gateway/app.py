@@ -14,8 +14,8 @@ from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
-from gateway.contacts.discovery import ContactDirectory
 from gateway.contacts.fanout import FanoutWorker
+from gateway.contacts.service import ContactDirectory
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
 from gateway.drain import Drain

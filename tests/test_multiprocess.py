@@ -19,7 +19,7 @@ import pytest
 from gql import GraphQLRequest
 
 from devnode.redis import RedisServer
-from gateway.contacts.discovery import contacts_channel
+from gateway.contacts.service import contacts_channel
 from gateway.graph.sessions import session_channel
 from gateway.messenger.events import user_messages_channel
 from gateway.rooms.events import room_channel
