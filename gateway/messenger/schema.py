@@ -261,9 +261,7 @@ class MessengerMutation:
         self, info: Info, to: str, content: str, client_message_id: str | None = None
     ) -> DirectMessage:
         context = context_of(info)
-        key = rules.client_message_id(client_message_id)
-        if key is not None:
-            context.sent_with_key(info)
+        key = context.idempotency_key(info, client_message_id, "clientMessageId")
         sender = await context.require_viewer()
         text = rules.content(content)
         await context.rate_limit(Limit.SEND, sender)
