@@ -6,8 +6,8 @@ Five partitions are loaded at today's benchmark sizes (1x) and at 100x
 (``bench/scale_data.py``): a conversation, an inbox, a tag, a user's talk
 partners and a room's members (capped by ``ROOM_MAX_PARTICIPANTS``). For each,
 the first page and a page deep in the history are requested through the
-gateway at both sizes, the two sizes alternating in rounds so that a change of
-load on the machine hits both alike. The table gives p50/p99, CQL statements
+gateway at both sizes, the two sizes taking turns request by request so that a
+change of load on the machine hits both alike. The table gives p50/p99, CQL statements
 per request, items per page, and the ratio of the 100x p99 to the 1x p99
 (goal: at most 1.2, statements equal).
 """
