@@ -33,6 +33,7 @@ from gateway.http.view import GraphQLOverHTTPView
 from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
+from gateway.metrics import UPGRADED
 from gateway.metrics import install as install_metrics
 from gateway.schema import build_schema, event_codec
 from gateway.settings import Settings
@@ -84,6 +85,7 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView[Context, None]):
             heartbeat=self.services.settings.ws_keep_alive_seconds,
         )
         await response.prepare(request)
+        request[UPGRADED] = True
         return response
 
     async def get_context(

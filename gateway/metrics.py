@@ -16,6 +16,7 @@ label; later ones, and names that are not GraphQL names, count as ``other``.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
@@ -76,6 +77,10 @@ class OperationNames:
             return OTHER
         self._known.add(name)
         return name
+
+
+#: Set on a request once its WebSocket upgrade is answered (status 101).
+UPGRADED = "gateway.websocket_upgraded"
 
 
 class GatewayMetrics:
@@ -165,6 +170,11 @@ class GatewayMetrics:
             return response
         except web.HTTPException as exc:
             status = exc.status
+            raise
+        except asyncio.CancelledError:
+            # A socket's handler may end cancelled (its peer went away); the upgrade happened.
+            if request.get(UPGRADED):
+                status = 101
             raise
         finally:
             if websocket:

@@ -141,7 +141,9 @@ async def test_subscriptions_and_websockets_are_gauged_while_open(make_server: S
         await asyncio.gather(task, return_exceptions=True)
 
     await until(api, "gateway_active_subscriptions", 0)
-    samples = await until(api, "gateway_websocket_connections", 0)
+    await until(api, "gateway_websocket_connections", 0)
+    # The upgrade's status is recorded when its handler returns, just after the socket closed.
+    samples = await until(api, "gateway_http_requests_total", 1, route="/graphql", status="101")
     # A subscription counts once, when it ends; its lifetime is not a latency.
     assert value(samples, "gateway_requests_total", operation="Inbox", outcome="ok") == 1
     assert value(samples, "gateway_request_duration_seconds_count", operation="Inbox") == 0
