@@ -30,7 +30,7 @@ from gateway.db.migrations import drop_keyspace
 from gateway.settings import Settings
 from tests.cli import run_cli
 from tests.client import Account, Api, Response
-from tests.conftest import start_server
+from tests.conftest import GENEROUS_LIMITS, start_server
 from tests.test_messenger import CONVERSATION, SEND
 from tests.test_rooms import CREATE, HISTORY, JOIN, POST, USER_ROOMS, room_name
 
@@ -80,6 +80,10 @@ async def ring_api(ring: CassandraRing) -> AsyncIterator[tuple[Api, Settings]]:
         argon2_time_cost=1,
         argon2_memory_cost_kib=8192,
         argon2_parallelism=1,
+        # A real cluster's secrets, for a keyspace that is thrown away.
+        contacts_identity_pepper="test-ring-pepper",
+        url_signing_secret=uuid.uuid4().hex + uuid.uuid4().hex,
+        **GENEROUS_LIMITS,
     )
     api, app, server = await start_server(settings)
     yield api, settings
