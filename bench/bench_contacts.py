@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bench.harness import Target, counted, gateway_under_test, measure, report
-from gateway.contacts.discovery import ContactDirectory
+from gateway.contacts.service import ContactDirectory
 from gateway.contacts.store import BOOK_BATCH
 from gateway.db.session import chunked
 from gateway.users.store import UserStore

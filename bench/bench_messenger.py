@@ -15,6 +15,7 @@ from typing import Any
 
 from bench.harness import counted, gateway_under_test, measure, report
 from gateway.messenger.model import conversation_id
+from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
 from gateway.users.store import SessionStore, UserStore
 
@@ -49,6 +50,7 @@ async def main() -> None:
             await target.graphql(SEND, {"to": logins[0], "content": f"history {n}"}, owner_token)
 
         store = MessengerStore(target.db, target.settings)
+        messenger = MessengerService(store)
         users = UserStore(target.db, target.settings)
         sessions = SessionStore(target.db, target.settings)
 
@@ -81,7 +83,7 @@ async def main() -> None:
             login = await sessions.login_of(tokens[i % PARTNERS])
             assert login is not None
             await users.get_many([login, owner])
-            await store.send(login, owner, f"raw {i}")
+            await messenger.send(login, owner, f"raw {i}")
 
         first_page = await target.graphql(MAIN_VIEW, {"after": None}, owner_token)
         second_cursor = first_page["data"]["me"]["talkPartners"]["pageInfo"]["endCursor"]
@@ -127,7 +129,7 @@ async def main() -> None:
                 concurrency=CONCURRENCY,
             ),
             await measure(
-                f"driver:  store.send, {PARTNERS} senders -> 1",
+                f"driver:  service.send, {PARTNERS} senders -> 1",
                 lambda i: counted(send_raw(i)),
                 requests=SEND_REQUESTS,
                 concurrency=CONCURRENCY,

@@ -34,18 +34,18 @@ def print_progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def port_open(port: int, timeout: float = 1.0) -> bool:
+def port_open(port: int, timeout: float = 1.0, host: str = HOST) -> bool:
     try:
-        with socket.create_connection((HOST, port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
 
 
-def wait_port_closed(port: int, timeout: float) -> bool:
+def wait_port_closed(port: int, timeout: float, host: str = HOST) -> bool:
     """Also covers a service that just exited: its sockets can outlive its pid by a moment."""
     deadline = time.monotonic() + timeout
-    while port_open(port, timeout=0.5):
+    while port_open(port, timeout=0.5, host=host):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.2)

@@ -1,4 +1,5 @@
-"""Command line: ``gateway serve [--workers N] | cassandra|redis start|stop|status | migrate |
+"""Command line: ``gateway serve [--workers N] | cassandra start|stop|status [--nodes N] [--node I] |
+redis start|stop|status | migrate |
 schema | seed``, the counter repairs ``mail-recount`` and ``blog-recount``, and
 ``backfill [<domain> ...]``.
 
@@ -153,21 +154,48 @@ def _multiprocess_metrics() -> dict[str, str]:
     return prepare_multiprocess_metrics(directory)
 
 
-def cmd_cassandra(settings: Settings, action: str) -> int:
+def cmd_cassandra(settings: Settings, action: str, nodes: int | None, node: int | None) -> int:
+    """The single node, or with ``--nodes N`` / ``--node I`` the local ring (or one member of it)."""
+    if nodes is not None and nodes < 1:
+        raise _CommandFailed(f"--nodes must be 1 or more, got {nodes}")
+    if node is not None or (nodes or 1) > 1:
+        return _cmd_ring(settings, action, nodes or 3, node)
     with _dev_tooling():
         from devnode.cassandra import CassandraNode
 
-        node = CassandraNode(settings)
+        single = CassandraNode(settings)
         if action == "start":
-            node.start()
+            single.start()
         elif action == "stop":
-            node.stop()
-        status = node.status()
+            single.stop()
+        status = single.status()
     state = "running" if status.running else "stopped"
     ready = ", CQL port ready" if status.cql_ready else ""
     pid = f" (pid {status.pid})" if status.pid else ""
     print(f"Cassandra {status.version}: {state}{pid}{ready}; home {status.home}")
     return 0 if action != "status" or status.running else 3
+
+
+def _cmd_ring(settings: Settings, action: str, nodes: int, node: int | None) -> int:
+    with _dev_tooling():
+        from devnode.cassandra import CassandraRing
+
+        ring = CassandraRing(settings, nodes)
+        if action == "start" and node is None:
+            ring.start()
+        elif action == "start":
+            ring.start_node(node or 1)
+        elif action == "stop":
+            ring.stop(node)
+        members = [ring.node(node)] if node is not None else ring.members
+        statuses = [member.status() for member in members]
+    for member, status in zip(members, statuses, strict=True):
+        state = "running" if status.running else "stopped"
+        ready = ", CQL port ready" if status.cql_ready else ""
+        pid = f" (pid {status.pid})" if status.pid else ""
+        where = f"{member.host}:{member.port}"
+        print(f"{member.name} ({status.version}) on {where}: {state}{pid}{ready}; home {status.home}")
+    return 0 if action != "status" or all(status.running for status in statuses) else 3
 
 
 def cmd_redis(settings: Settings, action: str) -> int:
@@ -266,8 +294,17 @@ def main(argv: list[str] | None = None) -> int:
         help="processes serving the one port (a number, or 'auto': one per core); default 1",
     )
     serve.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    cassandra = sub.add_parser("cassandra", help="manage the embedded Cassandra node")
+    cassandra = sub.add_parser(
+        "cassandra", help="manage the embedded Cassandra node, or a local ring of several (--nodes)"
+    )
     cassandra.add_argument("action", choices=["start", "stop", "status"])
+    cassandra.add_argument(
+        "--nodes",
+        type=int,
+        metavar="N",
+        help="a ring of N nodes on 127.0.0.2 and up instead of the single node (default 1; 3 with --node)",
+    )
+    cassandra.add_argument("--node", type=int, metavar="I", help="only node I (1-based) of the ring")
     redis = sub.add_parser("redis", help="manage the local Redis server (GATEWAY_REDIS_PORT)")
     redis.add_argument("action", choices=["start", "stop", "status"])
     sub.add_parser("migrate", help="apply pending cql/ migrations")
@@ -316,7 +353,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             raise _CommandFailed(str(exc)) from exc
         return cmd_serve(settings, args.seed, workers, args.worker)
     if args.command == "cassandra":
-        return cmd_cassandra(settings, args.action)
+        return cmd_cassandra(settings, args.action, args.nodes, args.node)
     if args.command == "redis":
         return cmd_redis(settings, args.action)
     if args.command == "migrate":

@@ -8,13 +8,14 @@ import os
 from datetime import timedelta
 from typing import Any
 
+import redis.asyncio as aioredis
 import strawberry
 from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
-from gateway.contacts.discovery import ContactDirectory
 from gateway.contacts.fanout import FanoutWorker
+from gateway.contacts.service import ContactDirectory
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
 from gateway.drain import Drain
@@ -22,11 +23,14 @@ from gateway.graph.batch import BatchBudget
 from gateway.graph.context import Context, Services
 from gateway.graph.limits import QueryLimits
 from gateway.graph.pubsub import InProcessPubSub, PubSub
+from gateway.graph.redis_client import redis_client
 from gateway.graph.redis_pubsub import RedisPubSub
 from gateway.graphiql import add_static_routes, render_graphiql
 from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
+from gateway.http.persisted import DocumentStore
 from gateway.http.persisted import from_settings as persisted_queries
+from gateway.http.redis_documents import RedisDocumentStore
 from gateway.http.requests import ENDPOINT, Endpoint
 from gateway.http.sockets import SocketCounts
 from gateway.http.view import GraphQLOverHTTPView
@@ -35,6 +39,8 @@ from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
 from gateway.metrics import UPGRADED
 from gateway.metrics import install as install_metrics
+from gateway.ratelimit.limiter import RateLimiter
+from gateway.ratelimit.redis_limiter import RedisRateLimiter
 from gateway.schema import build_schema, event_codec
 from gateway.settings import Settings
 from gateway.users.store import SessionStore
@@ -48,6 +54,7 @@ DRAIN = web.AppKey("drain", Drain)
 SOCKETS = web.AppKey("sockets", SocketCounts)
 FANOUT = web.AppKey("fanout", FanoutWorker)
 FANOUT_TASK = web.AppKey("fanout_task", asyncio.Task)
+BROKER_CLIENT = web.AppKey("broker_client", aioredis.Redis)
 
 #: Seconds between attempts to reach Cassandra while it is down at start-up.
 CONNECT_RETRY_SECONDS = 2.0
@@ -137,6 +144,9 @@ async def _on_cleanup(app: web.Application) -> None:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await app[SERVICES].pubsub.aclose()
+    client = app.get(BROKER_CLIENT)
+    if client is not None:
+        await client.aclose()
     await asyncio.to_thread(app[SERVICES].db.shutdown)
 
 
@@ -186,6 +196,37 @@ def pubsub_of(settings: Settings) -> PubSub:
     return RedisPubSub(settings.broker_url, event_codec(), namespace=settings.keyspace)
 
 
+#: Seconds a rate-limit or persisted-query call may wait for the broker.
+BROKER_CALL_TIMEOUT = 1.0
+#: Seconds a burst of such calls may wait for one of the process's 64 broker connections.
+BROKER_POOL_WAIT = 5.0
+
+
+def broker_client(settings: Settings) -> aioredis.Redis | None:
+    """The connection pool for state kept in the broker (rate limits, persisted queries);
+    None without ``GATEWAY_BROKER_URL``. Calls fail fast: callers decide what a failure means."""
+    if not settings.broker_url:
+        return None
+    return redis_client(
+        settings.broker_url,
+        max_connections=64,
+        timeout=BROKER_CALL_TIMEOUT,
+        retries=1,
+        read_timeout=BROKER_CALL_TIMEOUT,
+        pool_timeout=BROKER_POOL_WAIT,
+    )
+
+
+def limiter_of(client: aioredis.Redis | None, settings: Settings) -> RateLimiter | None:
+    """Rate-limit state in the broker, namespaced by keyspace; None: in this process."""
+    return None if client is None else RedisRateLimiter(client, namespace=settings.keyspace)
+
+
+def documents_of(client: aioredis.Redis | None, settings: Settings) -> DocumentStore | None:
+    """Persisted queries in the broker, namespaced by keyspace; None: in this process."""
+    return None if client is None else RedisDocumentStore(client, namespace=settings.keyspace)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -198,18 +239,22 @@ def create_app(
     settings.validate()
     db = db or Database(settings)
     sessions = SessionStore(db, settings)
+    shared = broker_client(settings)
     services = Services(
         settings=settings,
         db=db,
         pubsub=pubsub or pubsub_of(settings),
         authenticate=sessions.login_of,
         session_of=sessions.active,
+        limiter=limiter_of(shared, settings),
     )
     drain = Drain()
     app = web.Application(client_max_size=settings.max_json_bytes, middlewares=[drain.middleware])
     app[SERVICES] = services
     app[READY] = asyncio.Event()
     app[DRAIN] = drain
+    if shared is not None:
+        app[BROKER_CLIENT] = shared
     schema = schema or build_schema(settings)
     limits = QueryLimits.of(settings)
     app[ENDPOINT] = Endpoint(schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
@@ -233,7 +278,9 @@ def create_app(
         max_batch=settings.max_batch,
         max_tokens=settings.max_tokens,
         allowed_origins=settings.cors_origins,
-        persisted_queries=persisted_queries(settings.trusted_documents, settings.introspection_allowed),
+        persisted_queries=persisted_queries(
+            settings.trusted_documents, settings.introspection_allowed, documents_of(shared, settings)
+        ),
     )
     app[SOCKETS] = view.sockets
     for method in ("GET", "POST"):

@@ -80,7 +80,7 @@ class OperationNames:
 
 
 #: Set on a request once its WebSocket upgrade is answered (status 101).
-UPGRADED = "gateway.websocket_upgraded"
+UPGRADED = web.RequestKey("websocket_upgraded", bool)
 
 
 class GatewayMetrics:

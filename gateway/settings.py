@@ -66,6 +66,14 @@ def _env_optional_bool(name: str) -> bool | None:
     return _env_bool(name, False) if _env(name, "") else None
 
 
+#: Consistency levels a statement may be sent at (the names of the driver's ``ConsistencyLevel``);
+#: SERIAL and LOCAL_SERIAL only apply to the Paxos phase of a lightweight transaction.
+CONSISTENCY_LEVELS = (
+    "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE", "ANY",
+)  # fmt: skip
+SERIAL_CONSISTENCY_LEVELS = ("LOCAL_SERIAL", "SERIAL")
+
+
 def _default_cassandra_home() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "cassandra-gateway"
@@ -100,9 +108,14 @@ class Settings:
     replication: str = "SimpleStrategy:1"
     request_timeout: float = 5.0
     connect_timeout: float = 5.0
+    # Consistency of every statement, and of the Paxos phase of lightweight transactions.
+    consistency: str = "LOCAL_QUORUM"
+    serial_consistency: str = "LOCAL_SERIAL"
     # Embedded node
     cassandra_home: Path = field(default_factory=_default_cassandra_home)
     cassandra_heap: str = "1G"
+    # Heap of each node of the local ring (``gateway cassandra start --nodes 3``).
+    cassandra_ring_heap: str = "320M"
     # Local Redis server (``gateway redis start``), with its files under cassandra_home.
     redis_port: int = 6390
     # Broker shared by gateway processes ("redis://host:port/db"); empty: one process, in-memory fan-out.
@@ -245,8 +258,11 @@ class Settings:
             ),
             request_timeout=_env_float("CASSANDRA_REQUEST_TIMEOUT", cls.request_timeout),
             connect_timeout=_env_float("CASSANDRA_CONNECT_TIMEOUT", cls.connect_timeout),
+            consistency=_env("CASSANDRA_CONSISTENCY", cls.consistency).upper(),
+            serial_consistency=_env("CASSANDRA_SERIAL_CONSISTENCY", cls.serial_consistency).upper(),
             cassandra_home=Path(_env("GATEWAY_CASSANDRA_HOME", str(_default_cassandra_home()))),
             cassandra_heap=_env("GATEWAY_CASSANDRA_HEAP", cls.cassandra_heap),
+            cassandra_ring_heap=_env("GATEWAY_CASSANDRA_RING_HEAP", cls.cassandra_ring_heap),
             redis_port=_env_int("GATEWAY_REDIS_PORT", cls.redis_port),
             broker_url=_env("GATEWAY_BROKER_URL", cls.broker_url),
             drain_seconds=_env_float("GATEWAY_DRAIN_SECONDS", cls.drain_seconds),
@@ -396,6 +412,13 @@ class Settings:
         if self.log_format not in {"", "json", "text"}:
             name = "GATEWAY_LOG_FORMAT"
             problems.append((name, f"{name} must be 'json' or 'text', got {self.log_format!r}"))
+        if self.consistency not in CONSISTENCY_LEVELS:
+            name = "CASSANDRA_CONSISTENCY"
+            levels = ", ".join(CONSISTENCY_LEVELS)
+            problems.append((name, f"{name} must be one of {levels}, got {self.consistency!r}"))
+        if self.serial_consistency not in SERIAL_CONSISTENCY_LEVELS:
+            name = "CASSANDRA_SERIAL_CONSISTENCY"
+            problems.append((name, f"{name} must be LOCAL_SERIAL or SERIAL, got {self.serial_consistency!r}"))
         if self.drain_seconds < 0:
             name = "GATEWAY_DRAIN_SECONDS"
             problems.append((name, f"{name} must be 0 or more, got {self.drain_seconds}"))

@@ -11,6 +11,8 @@ from gateway.settings import Settings
 
 async def run_cli(settings: Settings, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     """(exit status, stdout and stderr) of ``python -m gateway <args>``; env adds variables."""
+    secret = settings.url_signing_secret
+    secrets = {"GATEWAY_URL_SIGNING_SECRET": secret} if secret else {}
     full_env = {
         **os.environ,
         "CASSANDRA_KEYSPACE": settings.keyspace,
@@ -19,6 +21,7 @@ async def run_cli(settings: Settings, *args: str, env: dict[str, str] | None = N
         "CASSANDRA_REPLICATION": settings.replication,
         "CONTACTS_IDENTITY_PEPPER": settings.contacts_identity_pepper,
         "GATEWAY_LOG_LEVEL": "WARNING",
+        **secrets,
         **(env or {}),
     }
     process = await asyncio.create_subprocess_exec(

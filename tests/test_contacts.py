@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from typing import Any
 
 from aiohttp import web
 
 from gateway.app import SERVICES
-from gateway.contacts import identities
-from gateway.contacts.identities import Identity
+from gateway.contacts.identity import Identity, identity_hash
 from tests.client import Api
 from tests.conftest import ServerFactory
 from tests.test_contacts_support import (
@@ -109,7 +109,9 @@ async def test_linking_later_notifies_the_uploaders_only(
     assert stored[0]["discoveredAt"] == event["discoveredAt"]
 
 
-async def test_concurrent_claims_of_one_identity_one_wins(api: Api, codes: CodeReceiver) -> None:
+async def concurrent_claims_of_one_identity_one_wins(api: Api, other_api: Api, codes: CodeReceiver) -> None:
+    """Twenty users claim one identity at once, alternating between two gateways: one wins."""
+    instances = itertools.cycle([api, other_api])
     claimants = await asyncio.gather(*(api.sign_up("claim") for _ in range(20)))
     email = f"Shared.{claimants[0].login}@Example.com"
     # Each claimant proves they received a code (the sender delivers every request), then
@@ -117,7 +119,7 @@ async def test_concurrent_claims_of_one_identity_one_wins(api: Api, codes: CodeR
     proofs = [await request_code(api, codes, c.token, "email", email) for c in claimants]
     responses = await asyncio.gather(
         *(
-            api.call(LINK, {"network": "email", "networkId": email, "code": code}, token=c.token)
+            next(instances).call(LINK, {"network": "email", "networkId": email, "code": code}, token=c.token)
             for c, code in zip(claimants, proofs, strict=True)
         )
     )
@@ -134,6 +136,10 @@ async def test_concurrent_claims_of_one_identity_one_wins(api: Api, codes: CodeR
             assert (await api.ok(IDENTITIES, token=loser.token))["me"]["identities"] == []
 
 
+async def test_concurrent_claims_of_one_identity_one_wins(api: Api, codes: CodeReceiver) -> None:
+    await concurrent_claims_of_one_identity_one_wins(api, api, codes)
+
+
 async def test_linking_is_idempotent_and_completes_an_interrupted_link(
     api: Api, app: web.Application, codes: CodeReceiver
 ) -> None:
@@ -144,7 +150,7 @@ async def test_linking_is_idempotent_and_completes_an_interrupted_link(
     # A link that died right after winning its claim: the owners row is there
     # (written, as always, with IF NOT EXISTS), nothing else is.
     directory_settings = app[SERVICES].settings
-    digest = identities.identity_hash(
+    digest = identity_hash(
         directory_settings.contacts_identity_pepper.encode(), Identity("tel", e164(phone))
     )
     db = app[SERVICES].db
@@ -377,6 +383,24 @@ async def test_identities_limit_and_networks(api: Api, codes: CodeReceiver) -> N
     await linked(api, codes, user.token, "fb", listed[0]["networkId"])
 
 
+async def test_racing_links_never_exceed_the_identity_limit(api: Api, codes: CodeReceiver) -> None:
+    """Links of one user at once, each with its own valid code: the count each checks
+    cannot change under it, so exactly the limit of them succeed."""
+    user = await api.sign_up("racer")
+    base = uuid.uuid4().int % 10**12
+    ids = [f"{base}{i:02d}" for i in range(26)]
+    variables = []
+    for network_id in ids:
+        code = await request_code(api, codes, user.token, "fb", network_id)
+        variables.append({"network": "fb", "networkId": network_id, "code": code})
+    responses = await asyncio.gather(*(api.call(LINK, v, token=user.token) for v in variables))
+    refused = [r.errors[0]["extensions"] for r in responses if r.errors]
+    assert sum(1 for r in responses if not r.errors) == 20
+    assert refused == [{"code": "BAD_USER_INPUT", "field": "networkId"}] * 6
+    listed = (await api.ok(IDENTITIES, token=user.token))["me"]["identities"]
+    assert len(listed) == 20
+
+
 async def test_national_numbers_use_the_configured_country_code(api: Api, make_server: ServerFactory) -> None:
     dutch_api, _ = await make_server(contacts_default_country_code="+31")
     user = await dutch_api.sign_up("nl")
@@ -397,7 +421,7 @@ async def test_identity_tables_hold_hashes_not_numbers(
     await linked(api, codes, owner.token, "tel", phone)
     await upload(api, uploader.token, "tel", [{"networkId": phone, "name": "Private"}])
     settings = app[SERVICES].settings
-    digest = identities.identity_hash(
+    digest = identity_hash(
         settings.contacts_identity_pepper.encode(), Identity("tel", e164(phone))
     )
     db = app[SERVICES].db
@@ -409,7 +433,7 @@ async def test_identity_tables_hold_hashes_not_numbers(
     for row in [claim, *index]:
         assert all(digits not in str(value) for value in row.values())
     # Without the pepper the hash cannot be recomputed from the number.
-    assert digest != identities.identity_hash(b"", Identity("tel", e164(phone)))
+    assert digest != identity_hash(b"", Identity("tel", e164(phone)))
 
 
 async def test_demo_seed_is_idempotent(api: Api, app: web.Application) -> None:

@@ -10,7 +10,7 @@ import uuid
 from aiohttp import web
 
 from gateway.app import SERVICES
-from gateway.contacts.discovery import ContactDirectory
+from gateway.contacts.service import ContactDirectory
 from gateway.contacts.store import BOOK_BATCH
 from gateway.db.session import IN_CHUNK
 from tests.client import Api

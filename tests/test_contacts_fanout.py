@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.app import SERVICES
-from gateway.contacts.identities import Identity, identity_hash
+from gateway.contacts.identity import Identity, identity_hash
 from gateway.contacts.jobs import FanoutJobs, JobKey, shard_of
 from gateway.contacts.store import BookEntry, ContactStore
 from gateway.db import clock

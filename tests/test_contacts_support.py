@@ -12,10 +12,10 @@ from aiohttp import web
 from gql import GraphQLRequest
 
 from gateway.app import SERVICES
-from gateway.contacts import identities
-from gateway.contacts.discovery import contacts_channel
-from gateway.contacts.identities import Identity, identity_hash
+from gateway.contacts import rules
+from gateway.contacts.identity import Identity, identity_hash
 from gateway.contacts.jobs import SHARDS, FanoutJobs
+from gateway.contacts.service import contacts_channel
 from gateway.graph.pubsub import InProcessPubSub
 from tests.client import Api, Response
 from tests.webhook import CodeReceiver
@@ -46,14 +46,14 @@ DISCOVERED = "subscription { contactDiscovered { network networkId name discover
 
 
 def normalised(network: str, network_id: str) -> str:
-    return identities.normalise(identities.network(network), network_id, "networkId")
+    return rules.normalise(rules.network(network), network_id, "networkId")
 
 
 async def request_code(api: Api, codes: CodeReceiver, token: str, network: str, network_id: str) -> str:
     """Ask for a code and read it where the operator's sender received it."""
     variables = {"network": network, "networkId": network_id}
     assert (await api.ok(REQUEST, variables, token=token))["requestIdentityVerification"] is True
-    return codes.last_code(identities.network(network), normalised(network, network_id))
+    return codes.last_code(rules.network(network), normalised(network, network_id))
 
 
 async def link(api: Api, codes: CodeReceiver, token: str, network: str, network_id: str) -> Response:

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from gateway.contacts import identities
+from gateway.contacts import rules
+from gateway.contacts.identity import Identity, identity_hash
 from gateway.errors import BadUserInput
 from tests.client import Account, Api
 from tests.test_contacts_support import CONTACTS, DISCOVERED, IDENTITIES, LINK, UPLOAD, fresh_phone
@@ -143,23 +144,23 @@ async def test_signed_out_callers_are_unauthenticated(api: Api) -> None:
     ],
 )
 def test_normalisation(network: str, raw: str, country: str, expected: str) -> None:
-    assert identities.normalise(network, raw, "id", country) == expected
+    assert rules.normalise(network, raw, "id", country) == expected
 
 
 def test_identity_hash_is_keyed_and_network_scoped() -> None:
-    tel = identities.Identity("tel", "+447912345678")
-    assert identities.identity_hash(b"pepper", tel) == identities.identity_hash(b"pepper", tel)
-    assert identities.identity_hash(b"pepper", tel) != identities.identity_hash(b"other", tel)
-    assert identities.identity_hash(b"pepper", tel) != identities.identity_hash(
-        b"pepper", identities.Identity("fb", "447912345678")
+    tel = Identity("tel", "+447912345678")
+    assert identity_hash(b"pepper", tel) == identity_hash(b"pepper", tel)
+    assert identity_hash(b"pepper", tel) != identity_hash(b"other", tel)
+    assert identity_hash(b"pepper", tel) != identity_hash(
+        b"pepper", Identity("fb", "447912345678")
     )
-    assert len(identities.identity_hash(b"pepper", tel)) == 32
+    assert len(identity_hash(b"pepper", tel)) == 32
 
 
 def test_country_code_setting() -> None:
-    assert identities.country_code("+31") == "31"
-    assert identities.country_code("") == ""
+    assert rules.country_code("+31") == "31"
+    assert rules.country_code("") == ""
     with pytest.raises(ValueError):
-        identities.country_code("031")
+        rules.country_code("031")
     with pytest.raises(BadUserInput):
-        identities.network("MySpace")
+        rules.network("MySpace")

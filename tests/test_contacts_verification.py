@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from gateway.app import SERVICES
-from gateway.contacts.identities import Identity, identity_hash
+from gateway.contacts.identity import Identity, identity_hash
 from tests.client import Api
 from tests.conftest import ServerFactory
 from tests.test_contacts_support import (

@@ -219,7 +219,17 @@ async def test_one_scrape_sees_every_worker(
     )
     try:
         api = gateway.api
+        # The gateway answers once one worker is ready; wait until both answer as ready.
         pids: set[int] = set()
+        for _ in range(400):
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
+                async with http.get(f"{api.base_url}/readyz") as r:
+                    if r.status == 200:
+                        pids.add((await r.json())["pid"])
+            if len(pids) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert len(pids) == 2, "both workers should have answered"
         requests = 20
         for _ in range(requests):
             connector = aiohttp.TCPConnector(force_close=True)
@@ -228,10 +238,6 @@ async def test_one_scrape_sees_every_worker(
                 http.post(api.url, json={"query": "query Ping { __typename }"}) as r,
             ):
                 assert (await r.json())["data"] == {"__typename": "Query"}
-            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
-                async with http.get(f"{api.base_url}/readyz") as r:
-                    pids.add((await r.json())["pid"])
-        assert len(pids) == 2, "both workers should have answered"
         for _ in range(6):
             samples = await scrape(api, fresh_connection=True)
             assert value(samples, "gateway_requests_total", operation="Ping", outcome="ok") == requests

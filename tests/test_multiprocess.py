@@ -1,8 +1,11 @@
 """Three real gateway processes on their own ports, one Redis broker, the test run's keyspace.
 
-Each test talks to a chosen process, so what it proves is that an event crossed
-processes: it can only have travelled through Redis. Subscriptions are known to be
-live once Redis counts the processes subscribed to their channel.
+Each test talks to a chosen process, so what it proves is that an event, a revocation,
+a persisted query or a rate limit crossed processes: it can only have travelled through
+Redis. Subscriptions are known to be live once Redis counts the processes subscribed to
+their channel. The processes run with generous limits but for anonymous comments
+(3 per hour per address) and a sign-in back-off of a minute, which only the rate-limit
+test reaches.
 """
 
 from __future__ import annotations
@@ -16,19 +19,28 @@ import pytest
 from gql import GraphQLRequest
 
 from devnode.redis import RedisServer
-from gateway.contacts.discovery import contacts_channel
+from gateway.contacts.service import contacts_channel
+from gateway.graph.sessions import session_channel
 from gateway.messenger.events import user_messages_channel
 from gateway.rooms.events import room_channel
 from gateway.settings import Settings
 from tests.client import Account, Api
 from tests.processes import Gateway, start_gateway
 from tests.redis_helpers import WAIT, redis_server, wait_subscribers
+from tests.test_blog_support import ADD_COMMENT, comment_input, publish
+from tests.test_contacts import concurrent_claims_of_one_identity_one_wins
 from tests.test_contacts_support import DISCOVERED, UPLOAD, fresh_phone, linked
 from tests.test_messenger import send
 from tests.test_messenger_concurrency import concurrent_sends_count_exactly
+from tests.test_persisted_queries import codes, persisted, post
+from tests.test_rate_limits import retry_after, sign_in
 from tests.test_rooms import DELETE, JOIN, create_room
+from tests.test_rooms_concurrency import thirty_concurrent_joins_are_all_counted
 from tests.webhook import CodeReceiver
+from tests.ws_protocol import TRANSPORT_WS, Socket
 
+#: Seconds within which a sign-out on one process closes the session's sockets on another.
+SIGN_OUT_WAIT = 5.0
 RECEIVED = "subscription { messageReceived { id content sender { login } } }"
 ROOM = "subscription($r: String!) { roomMessages(room: $r) { content systemMessage } }"
 
@@ -48,9 +60,13 @@ async def gateways(
 ) -> AsyncIterator[tuple[Gateway, Gateway, Gateway]]:
     """Gateways A, B and C; ``server`` first, so the keyspace exists and is migrated."""
     logs = tmp_path_factory.mktemp("gateways")
-    started = await asyncio.gather(
-        *(start_gateway(base_settings, logs, GATEWAY_BROKER_URL=broker.url) for _ in range(3))
-    )
+    env = {
+        **base_settings.rate_variables(),
+        "GATEWAY_RATE_COMMENTS": "3/h",
+        "GATEWAY_SIGN_IN_BACKOFF": "60",
+        "GATEWAY_BROKER_URL": broker.url,
+    }
+    started = await asyncio.gather(*(start_gateway(base_settings, logs, **env) for _ in range(3)))
     yield started[0], started[1], started[2]
     codes = await asyncio.gather(*(g.stop() for g in started))
     assert codes == [0, 0, 0], [g.output() for g in started]
@@ -146,3 +162,71 @@ async def test_concurrent_sends_on_two_processes_count_exactly(
 ) -> None:
     a, b, _ = gateways
     await concurrent_sends_count_exactly(a.api, b.api)
+
+
+async def test_sign_out_on_a_closes_the_sessions_socket_on_b_with_4403(
+    gateways: tuple[Gateway, Gateway, Gateway], broker: RedisServer, base_settings: Settings
+) -> None:
+    """B's socket runs a subscription and sends nothing more: only the revocation
+    published through Redis can tell it (without a broker it would live until expiry)."""
+    a, b, _ = gateways
+    alice = await a.api.sign_up("leaver")
+    name = await create_room(a.api, alice)
+    async with Socket.open(b.api, TRANSPORT_WS) as socket:
+        acked = await socket.init(alice.token)
+        assert acked is not None and acked["type"] == "connection_ack"
+        await socket.start(ROOM, {"r": name})
+        await wait_subscribers(broker.url, _channel(base_settings, session_channel(alice.token)), 1)
+        await wait_subscribers(broker.url, _channel(base_settings, room_channel(name)), 1)
+
+        assert (await a.api.ok("mutation { signOut }", token=alice.token))["signOut"] is True
+        assert await asyncio.wait_for(socket.close_code(), SIGN_OUT_WAIT) == 4403
+
+
+async def test_a_query_persisted_on_a_runs_by_hash_on_b_and_c(
+    gateways: tuple[Gateway, Gateway, Gateway],
+) -> None:
+    a, b, c = gateways
+    document = 'query CrossProcess { user(login: "nobody-multiprocess") { login } }'
+    status, result = await post(b.api, {"extensions": persisted(document)})
+    assert codes(result) == ["PERSISTED_QUERY_NOT_FOUND"], "unknown before it is registered"
+    status, result = await post(a.api, {"query": document, "extensions": persisted(document)})
+    assert (status, result["data"]) == (200, {"user": None})
+    for other in (b, c):
+        status, result = await post(other.api, {"extensions": persisted(document)})
+        assert (status, result.get("errors"), result["data"]) == (200, None, {"user": None})
+
+
+async def test_a_rate_limit_reached_on_a_holds_on_b_and_c(gateways: tuple[Gateway, Gateway, Gateway]) -> None:
+    """One bucket (anonymous comments, 3 per hour per address) and one back-off (a login's
+    failed sign-ins): spent on A, refused on B and C."""
+    a, b, c = gateways
+    author = await a.api.sign_up("limited")
+    slug = (await publish(a.api, author.token))["slug"]
+    variables = {"slug": slug, "input": comment_input()}
+    spent = [await a.api.call(ADD_COMMENT, variables) for _ in range(3)]
+    assert [r.codes for r in spent] == [[]] * 3
+    for other in (b, c):
+        refused = await other.api.call(ADD_COMMENT, variables)
+        assert 1000 < retry_after(refused) <= 1200, refused
+
+    victim = await a.api.sign_up("guessed")
+    failures = [await sign_in(a.api, victim.login, f"guess-{n}") for n in range(5)]
+    assert [r.codes for r in failures] == [["UNAUTHENTICATED"]] * 5
+    for other in (b, c):
+        refused = await sign_in(other.api, victim.login, victim.password)
+        assert 50 < retry_after(refused) <= 60, refused
+
+
+async def test_concurrent_joins_on_two_processes_are_all_counted(
+    gateways: tuple[Gateway, Gateway, Gateway],
+) -> None:
+    a, b, _ = gateways
+    await thirty_concurrent_joins_are_all_counted(a.api, b.api)
+
+
+async def test_concurrent_claims_on_two_processes_leave_one_winner(
+    gateways: tuple[Gateway, Gateway, Gateway], codes: CodeReceiver
+) -> None:
+    a, b, _ = gateways
+    await concurrent_claims_of_one_identity_one_wins(a.api, b.api, codes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 from datetime import datetime
 from uuid import UUID
@@ -17,12 +18,16 @@ from tests.client import Api, Response
 from tests.test_rooms import DELETE, JOIN, LEAVE, ROOM, create_room, history, user_rooms
 
 
-async def test_thirty_concurrent_joins_are_all_counted(api: Api) -> None:
+async def thirty_concurrent_joins_are_all_counted(api: Api, other_api: Api) -> None:
+    """Thirty users join one room at once, alternating between two gateways: every join counts."""
+    instances = itertools.cycle([api, other_api])
     creator = await api.sign_up("host")
     joiners = await asyncio.gather(*(api.sign_up("joiner") for _ in range(30)))
     name = await create_room(api, creator)
 
-    responses = await asyncio.gather(*(api.call(JOIN, {"n": name}, token=j.token) for j in joiners))
+    responses = await asyncio.gather(
+        *(next(instances).call(JOIN, {"n": name}, token=j.token) for j in joiners)
+    )
     assert [r.errors for r in responses] == [[]] * 30
 
     room = (await api.ok(ROOM, {"n": name}))["room"]
@@ -34,6 +39,10 @@ async def test_thirty_concurrent_joins_are_all_counted(api: Api) -> None:
     assert all(rooms == [name] for rooms in listed)
     joins = [m for m in await history(api, creator, name) if m["content"].endswith(" joins the room")]
     assert sorted(m["content"] for m in joins) == sorted(f"{j.login} joins the room" for j in joiners)
+
+
+async def test_thirty_concurrent_joins_are_all_counted(api: Api) -> None:
+    await thirty_concurrent_joins_are_all_counted(api, api)
 
 
 async def test_join_racing_delete_never_leaves_a_zombie_or_a_half_deleted_room(

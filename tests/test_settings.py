@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import pytest
 
 from gateway.app import create_app
+from gateway.db.session import CassandraUnavailable, Database
 from gateway.settings import Settings, SettingsError
 from tests.cli import run_cli
 
@@ -25,6 +27,12 @@ from tests.cli import run_cli
         ("GATEWAY_TRUSTED_PROXIES", "10.0.0.1,x", "GATEWAY_TRUSTED_PROXIES: not an IP address or CIDR: 'x'"),
         ("GATEWAY_PASSWORD_QUEUE", "-1", "GATEWAY_PASSWORD_QUEUE must be 0 or more, got -1"),
         ("CONTACTS_IDENTITY_PEPPER", "", "CONTACTS_IDENTITY_PEPPER must be set to a secret of your own"),
+        ("CASSANDRA_CONSISTENCY", "most", "CASSANDRA_CONSISTENCY must be one of ONE, TWO, THREE, QUORUM"),
+        (
+            "CASSANDRA_SERIAL_CONSISTENCY",
+            "quorum",
+            "CASSANDRA_SERIAL_CONSISTENCY must be LOCAL_SERIAL or SERIAL, got 'QUORUM'",
+        ),
     ],
 )
 async def test_cli_names_the_bad_variable(
@@ -60,3 +68,22 @@ def test_a_real_cluster_needs_a_pepper_of_its_own(base_settings: Settings) -> No
     default_pepper = Settings.contacts_identity_pepper
     # The embedded development node accepts the default.
     create_app(replace(base_settings, contact_points=(), contacts_identity_pepper=default_pepper))
+
+
+async def test_statements_are_sent_at_the_configured_consistency(
+    base_settings: Settings, server: object
+) -> None:
+    """TWO replicas cannot answer on the test keyspace's one: the setting reaches the statements."""
+    points = base_settings.contact_points or ("127.0.0.1",)
+    for level, answers in (("TWO", False), ("ONE", True)):
+        db = Database(replace(base_settings, contact_points=points, consistency=level))
+        await asyncio.to_thread(db.connect)
+        db.use_keyspace(base_settings.keyspace)
+        try:
+            if answers:
+                await db.execute("SELECT login FROM users WHERE login = ?", ("nobody-at-all",))
+            else:
+                with pytest.raises(CassandraUnavailable):
+                    await db.execute("SELECT login FROM users WHERE login = ?", ("nobody-at-all",))
+        finally:
+            await asyncio.to_thread(db.shutdown)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from devnode.common import HOST, DevNodeError
@@ -64,22 +65,44 @@ _LOGBACK_XML = """\
 """
 
 
-def check_heap(heap: str) -> str:
+def check_heap(heap: str, variable: str = "GATEWAY_CASSANDRA_HEAP") -> str:
     if not re.fullmatch(r"\d+[kKmMgG]?", heap):
-        raise DevNodeError(
-            f"Invalid Cassandra heap size {heap!r} (GATEWAY_CASSANDRA_HEAP); use e.g. 1G or 512M."
-        )
+        raise DevNodeError(f"Invalid Cassandra heap size {heap!r} ({variable}); use e.g. 1G or 512M.")
     return heap
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The address a node listens on and the cluster it belongs to.
+
+    The default is the lone development node on 127.0.0.1. Members of a local ring each
+    listen on their own loopback address with the standard storage and CQL ports (on Linux
+    every 127.x.y.z is a distinct local address), so only the JMX port, which Cassandra
+    binds on 127.0.0.1 whatever the listen address, differs per node. ``compact`` selects
+    the small-machine sizing of a ring member: serial GC, smaller caches and thread pools.
+    """
+
+    host: str = HOST
+    jmx_port: int = JMX_PORT
+    seeds: str = HOST
+    cluster_name: str = "gateway-local"
+    replication_factor: int = 1
+    hinted_handoff: bool = False
+    ring_delay_ms: int = 1000
+    compact: bool = False
 
 
 class NodeConfig:
     """Where the node's files live under ``home`` and what it is started with."""
 
-    def __init__(self, home: Path, lib: Path, cql_port: int, heap: str) -> None:
+    def __init__(
+        self, home: Path, lib: Path, cql_port: int, heap: str, placement: Placement | None = None
+    ) -> None:
         self.home = home
         self.lib = lib
         self.cql_port = cql_port
         self.heap = heap
+        self.placement = placement or Placement()
         self.conf = home / "conf"
         self.data = home / "data"
         self.logs = home / "logs"
@@ -100,16 +123,24 @@ class NodeConfig:
         return {name: self.data / name for name in names}
 
     def _cassandra_yaml(self) -> str:
-        """Single node on loopback, no auth, sized for a developer machine with a couple of cores.
+        """A node on loopback, no auth, sized for a developer machine with a couple of cores.
 
         Server-side request timeouts stay below the driver's default of 5 s, so clients see
         Cassandra's own timeout errors (which say what timed out) rather than a client timeout.
         """
         dirs = {name: json.dumps(str(path)) for name, path in self._data_dirs().items()}
+        where = self.placement
+        threads = 4 if where.compact else 8
+        caches = (
+            "file_cache_size: 32MiB\nnetworking_cache_size: 16MiB\nkey_cache_size: 8MiB\n"
+            "native_transport_max_threads: 32\n"
+            if where.compact
+            else ""
+        )
         return f"""\
-cluster_name: "gateway-local"
+cluster_name: "{where.cluster_name}"
 num_tokens: 16
-allocate_tokens_for_local_replication_factor: 1
+allocate_tokens_for_local_replication_factor: {where.replication_factor}
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 authenticator: AllowAllAuthenticator
 authorizer: AllowAllAuthorizer
@@ -124,21 +155,21 @@ commitlog_total_space: 1024MiB
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "{HOST}:{STORAGE_PORT}"
-listen_address: {HOST}
-rpc_address: {HOST}
+      - seeds: "{where.seeds}:{STORAGE_PORT}"
+listen_address: {where.host}
+rpc_address: {where.host}
 storage_port: {STORAGE_PORT}
 native_transport_port: {self.cql_port}
 start_native_transport: true
 endpoint_snitch: SimpleSnitch
-hinted_handoff_enabled: false
+hinted_handoff_enabled: {"true" if where.hinted_handoff else "false"}
 auto_snapshot: false
 snapshot_on_duplicate_row_detection: false
-concurrent_reads: 8
-concurrent_writes: 8
-concurrent_counter_writes: 8
+concurrent_reads: {threads}
+concurrent_writes: {threads}
+concurrent_counter_writes: {threads}
 concurrent_compactors: 1
-compaction_throughput: 64MiB/s
+{caches}compaction_throughput: 64MiB/s
 read_request_timeout: 4000ms
 range_request_timeout: 4000ms
 write_request_timeout: 3000ms
@@ -154,15 +185,25 @@ truncate_request_timeout: 60000ms
             raise DevNodeError(
                 f"{self.lib} has no jamm-*.jar; delete {self.lib.parent} to fetch Cassandra again."
             )
+        where = self.placement
+        # A ring member has a small heap and shares a couple of cores with two others: the
+        # serial collector and the client compiler cost the least CPU and memory there.
+        gc = (
+            ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+            if where.compact
+            else (
+                "-XX:+UseG1GC",
+                "-XX:+ParallelRefProcEnabled",
+                "-XX:MaxTenuringThreshold=1",
+                "-XX:G1HeapRegionSize=16m",
+            )
+        )
         return [
             java,
             f"-Xms{heap}",
             f"-Xmx{heap}",
             "-Xss256k",
-            "-XX:+UseG1GC",
-            "-XX:+ParallelRefProcEnabled",
-            "-XX:MaxTenuringThreshold=1",
-            "-XX:G1HeapRegionSize=16m",
+            *gc,
             "-XX:+ExitOnOutOfMemoryError",
             "-Djava.net.preferIPv4Stack=true",
             "-Djdk.attach.allowAttachSelf=true",
@@ -176,11 +217,12 @@ truncate_request_timeout: 60000ms
             f"-Dcassandra.logdir={self.logs}",
             f"-Dlogback.configurationFile=file://{self.conf / 'logback.xml'}",
             f"-Dcassandra.storagedir={self.data}",
-            f"-Dcassandra.jmx.local.port={JMX_PORT}",
+            f"-Dcassandra.jmx.local.port={where.jmx_port}",
             "-Dcassandra-foreground=yes",
             "-Dcassandra.skip_wait_for_gossip_to_settle=0",
-            # A lone loopback node has no ring to wait for; the default costs 30 s on first start.
-            "-Dcassandra.ring_delay_ms=1000",
+            # Nodes on one host's loopback hear each other's gossip at once; the default
+            # delay (30 s, spent on every first start and again by each joining node) buys nothing.
+            f"-Dcassandra.ring_delay_ms={where.ring_delay_ms}",
             "-cp",
             f"{self.lib}/*",
             MAIN_CLASS,

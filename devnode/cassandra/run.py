@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from devnode.cassandra.configure import JMX_PORT, MAIN_CLASS, STORAGE_PORT, NodeConfig, check_heap
+from devnode.cassandra.configure import MAIN_CLASS, STORAGE_PORT, NodeConfig, Placement, check_heap
 from devnode.cassandra.install import CASSANDRA_VERSION, Installer, find_java
 from devnode.common import (
     HOST,
@@ -59,14 +59,31 @@ class CassandraNode:
     were assembled from ``cassandra-all`` with Maven. The tarball's ``bin/cassandra`` refuses to
     run as root unless given ``-R``; starting the daemon class directly has no such check, so
     the node starts the same way as root (e.g. in containers and CI) as for a normal user.
+
+    A member of the local ring (``devnode.cassandra.ring``) is the same thing with its own
+    ``home`` under the cache directory, its own ``placement`` and heap, and a ``name``.
     """
 
-    def __init__(self, settings: Settings, progress: Progress = print_progress) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        progress: Progress = print_progress,
+        *,
+        home: Path | None = None,
+        placement: Placement | None = None,
+        heap: tuple[str, str] | None = None,
+        name: str = "Cassandra",
+    ) -> None:
         self._progress = progress
-        self.home = settings.cassandra_home.expanduser().resolve()
+        self.name = name
+        root = settings.cassandra_home.expanduser().resolve()
+        self.home = home or root
         self.port = settings.cassandra_port
-        self._installer = Installer(self.home, progress)
-        self._config = NodeConfig(self.home, self._installer.lib, self.port, settings.cassandra_heap)
+        self.placement = placement or Placement()
+        self.host = self.placement.host
+        self._heap_variable, heap_size = heap or ("GATEWAY_CASSANDRA_HEAP", settings.cassandra_heap)
+        self._installer = Installer(root, progress)
+        self._config = NodeConfig(self.home, self._installer.lib, self.port, heap_size, self.placement)
         self._system_log = self._config.logs / "system.log"
         self._stdout_log = self._config.logs / "stdout.log"
         self._pid_file = self.home / "cassandra.pid"
@@ -82,16 +99,16 @@ class CassandraNode:
             with locked(self.home, self._lock_file, self._progress):
                 pid = self._live_pid(clean=True)
                 if pid is not None:
-                    if port_open(self.port):
+                    if port_open(self.port, host=self.host):
                         self._progress(
-                            f"Cassandra {CASSANDRA_VERSION} already running (pid {pid}, "
-                            f"CQL on {HOST}:{self.port})"
+                            f"{self.name} {CASSANDRA_VERSION} already running (pid {pid}, "
+                            f"CQL on {self.host}:{self.port})"
                         )
                         return
-                    self._progress(f"Cassandra (pid {pid}) is still starting")
+                    self._progress(f"{self.name} (pid {pid}) is still starting")
                     self._wait_for_cql(pid, timeout, log_offset=0)
                     return
-                check_heap(self._config.heap)
+                check_heap(self._config.heap, self._heap_variable)
                 self._check_ports_free()
                 java = find_java(self._progress)
                 self._installer.ensure_installed()
@@ -101,7 +118,7 @@ class CassandraNode:
                 pid = self._launch(java)
                 self._wait_for_cql(pid, timeout, log_offset)
         except OSError as exc:
-            raise DevNodeError(f"Local Cassandra node in {self.home}: {exc}") from exc
+            raise DevNodeError(f"{self.name} in {self.home}: {exc}") from exc
 
     def stop(self, timeout: float = 60.0) -> None:
         """Stop the node: SIGTERM (Cassandra drains and flushes), then SIGKILL after ``timeout``."""
@@ -109,15 +126,15 @@ class CassandraNode:
             with locked(self.home, self._lock_file, self._progress):
                 pid = self._live_pid(clean=True)
                 if pid is None:
-                    self._progress(f"Cassandra is not running (home {self.home})")
+                    self._progress(f"{self.name} is not running (home {self.home})")
                     return
-                self._progress(f"stopping Cassandra (pid {pid})")
+                self._progress(f"stopping {self.name} (pid {pid})")
                 started = time.monotonic()
                 self._terminate(pid, timeout)
                 self._pid_file.unlink(missing_ok=True)
-                self._progress(f"Cassandra stopped after {time.monotonic() - started:.0f}s")
+                self._progress(f"{self.name} stopped after {time.monotonic() - started:.0f}s")
         except OSError as exc:
-            raise DevNodeError(f"Local Cassandra node in {self.home}: {exc}") from exc
+            raise DevNodeError(f"{self.name} in {self.home}: {exc}") from exc
 
     def status(self) -> NodeStatus:
         """A snapshot without side effects; ``cql_ready`` is true whoever listens on the port."""
@@ -125,7 +142,7 @@ class CassandraNode:
         return NodeStatus(
             running=pid is not None,
             pid=pid,
-            cql_ready=port_open(self.port),
+            cql_ready=port_open(self.port, host=self.host),
             home=self.home,
             version=CASSANDRA_VERSION,
         )
@@ -150,36 +167,31 @@ class CassandraNode:
 
     def _terminate(self, pid: int, timeout: float) -> None:
         """Returns once the process and its ports are gone."""
-        terminate("Cassandra", pid, timeout, self._progress)
-        for port in (self.port, STORAGE_PORT, JMX_PORT):
-            wait_port_closed(port, 10.0)
+        terminate(self.name, pid, timeout, self._progress)
+        for port in (self.port, STORAGE_PORT):
+            wait_port_closed(port, 10.0, host=self.host)
+        wait_port_closed(self.placement.jmx_port, 10.0)
 
     def _check_ports_free(self) -> None:
+        other = "another Cassandra node may be running; stop it"
+        own_port = "stop it, or choose another port with CASSANDRA_PORT"
         ports = (
-            (
-                self.port,
-                "CQL native transport",
-                "stop it, or choose another port with CASSANDRA_PORT",
-            ),
-            (
-                STORAGE_PORT,
-                "Cassandra storage (internode)",
-                "another Cassandra node may be running; stop it",
-            ),
-            (JMX_PORT, "Cassandra JMX", "another Cassandra node may be running; stop it"),
+            (self.host, self.port, "CQL native transport", own_port),
+            (self.host, STORAGE_PORT, "Cassandra storage (internode)", other),
+            (HOST, self.placement.jmx_port, "Cassandra JMX", other),
         )
-        for port, role, advice in ports:
-            if not wait_port_closed(port, 5.0):
+        for host, port, role, advice in ports:
+            if not wait_port_closed(port, 5.0, host=host):
                 raise DevNodeError(
-                    f"Port {HOST}:{port} ({role}) is already in use by a process other than the "
+                    f"Port {host}:{port} ({role}) is already in use by a process other than the "
                     f"Cassandra node of {self.home}: {advice}."
                 )
 
     def _launch(self, java: str) -> int:
         args = self._config.jvm_args(java)
         self._progress(
-            f"starting Cassandra {CASSANDRA_VERSION} (heap {self._config.heap}, "
-            f"CQL on {HOST}:{self.port}, log {self._system_log})"
+            f"starting {self.name} {CASSANDRA_VERSION} (heap {self._config.heap}, "
+            f"CQL on {self.host}:{self.port}, log {self._system_log})"
         )
         pid = launch_detached("the JVM", args, self._stdout_log, self.home)
         write_pid(self._pid_file, pid)
@@ -190,22 +202,22 @@ class CassandraNode:
         next_report = _REPORT_EVERY
         while True:
             elapsed = time.monotonic() - started
-            if port_open(self.port):
-                self._progress(f"Cassandra ready on {HOST}:{self.port} (pid {pid}, {elapsed:.0f}s)")
+            if port_open(self.port, host=self.host):
+                self._progress(f"{self.name} ready on {self.host}:{self.port} (pid {pid}, {elapsed:.0f}s)")
                 return
             if not pid_alive(pid):
                 self._pid_file.unlink(missing_ok=True)
                 raise DevNodeError(
-                    f"Cassandra (pid {pid}) exited during start after {elapsed:.0f}s."
+                    f"{self.name} (pid {pid}) exited during start after {elapsed:.0f}s."
                     + self._logs_excerpt(log_offset)
                 )
             if elapsed >= timeout:
-                self._progress(f"CQL port not open after {timeout:.0f}s; stopping Cassandra (pid {pid})")
+                self._progress(f"CQL port not open after {timeout:.0f}s; stopping {self.name} (pid {pid})")
                 excerpt = self._logs_excerpt(log_offset)
                 self._terminate(pid, 30.0)
                 self._pid_file.unlink(missing_ok=True)
                 raise DevNodeError(
-                    f"Cassandra did not open its CQL port {HOST}:{self.port} "
+                    f"{self.name} did not open its CQL port {self.host}:{self.port} "
                     f"within {timeout:.0f}s "
                     f"and was stopped.{excerpt}"
                 )

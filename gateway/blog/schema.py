@@ -14,7 +14,6 @@ from gateway.blog.cursors import author_position, timeline_position
 from gateway.blog.loaders import comment_count_loader, post_count_loader, post_loader
 from gateway.blog.store import ALL_POSTS, PostDraft, PostRecord, PostStore, PostSummary
 from gateway.errors import Conflict, NotFound
-from gateway.graph import validation
 from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
 from gateway.graph.node import Node, global_id
@@ -228,9 +227,7 @@ class BlogMutation:
     )
     async def publish_post(self, info: Info, input: PostInput) -> Post:
         context = context_of(info)
-        client_key = validation.idempotency_key(input.client_mutation_id)
-        if client_key is not None:
-            context.sent_with_key(info)
+        client_key = context.idempotency_key(info, input.client_mutation_id)
         author = await context.require_viewer()
         draft = PostDraft(
             slug=rules.slug(input.slug),
@@ -250,9 +247,7 @@ class BlogMutation:
     @strawberry.mutation(description="Comment on a post; no sign-in needed. NOT_FOUND for a missing post.")
     async def add_comment(self, info: Info, slug: str, input: CommentInput) -> Comment:
         context = context_of(info)
-        client_key = validation.idempotency_key(input.client_mutation_id)
-        if client_key is not None:
-            context.sent_with_key(info)
+        client_key = context.idempotency_key(info, input.client_mutation_id)
         key = rules.slug(slug)
         name = rules.commenter_name(input.name)
         email = rules.commenter_email(input.email)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from gateway.contacts import identities
+from gateway.contacts import rules
 from gateway.contacts.store import BookEntry
 from gateway.errors import BadUserInput
 from gateway.graph.pagination import decode_cursor, encode_cursor
@@ -26,6 +26,6 @@ def contact_position(after: str | None) -> tuple[str, bytes] | None:
     if payload is None:
         return None
     network, digest = payload.get("n"), payload.get("h")
-    if network not in identities.NETWORKS or not isinstance(digest, str) or not _HASH_HEX.fullmatch(digest):
+    if network not in rules.NETWORKS or not isinstance(digest, str) or not _HASH_HEX.fullmatch(digest):
         raise BadUserInput("after", "Invalid cursor.")
     return network, bytes.fromhex(digest)

@@ -23,8 +23,8 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
-from gateway.contacts.discovery import Discovery, contacts_channel
 from gateway.contacts.jobs import FANOUT_CHANNEL, SHARDS, FanoutJobs, Job, JobKey
+from gateway.contacts.service import Discovery, contacts_channel
 from gateway.contacts.store import ContactStore
 from gateway.db import clock
 from gateway.db.session import CassandraUnavailable

@@ -71,7 +71,7 @@ class FanoutJobs:
 
     async def create(self, key: JobKey, network: str, linked_at: datetime) -> bool:
         """Write the job unless one for this identity and owner is still running
-        (it will reach every uploader: see ``gateway/contacts/discovery.py``)."""
+        (it will reach every uploader: see ``gateway/contacts/service.py``)."""
         result = await self.db.execute(
             "INSERT INTO contact_fanouts (shard, identity_hash, owner, network, linked_at, done, lease_until)"
             " VALUES (?, ?, ?, ?, ?, 0, ?) IF NOT EXISTS",

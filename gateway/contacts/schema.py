@@ -8,16 +8,10 @@ from datetime import datetime
 import strawberry
 from strawberry.types import Info
 
-from gateway.contacts import identities
+from gateway.contacts import rules
 from gateway.contacts.cursors import contact_cursor, contact_position
-from gateway.contacts.discovery import (
-    MAX_CONTACTS_PER_UPLOAD,
-    MAX_IDENTITIES_PER_USER,
-    ContactDirectory,
-    Discovery,
-    UploadedContact,
-    contacts_channel,
-)
+from gateway.contacts.rules import MAX_CONTACTS_PER_UPLOAD, UploadedContact
+from gateway.contacts.service import MAX_IDENTITIES_PER_USER, ContactDirectory, Discovery, contacts_channel
 from gateway.contacts.store import BookEntry, LinkedIdentity
 from gateway.errors import BadUserInput
 from gateway.graph.context import context_of
@@ -132,7 +126,7 @@ class ContactsMe:
         network: str | None = None,
     ) -> Connection[Contact]:
         size = page_size(info, first, 50)
-        only = identities.network(network) if network is not None else None
+        only = rules.network(network) if network is not None else None
         position = contact_position(after)
         if only is not None and position is not None and position[0] != only:
             raise BadUserInput("after", "This cursor belongs to another network.")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 
-from gateway.contacts.discovery import ContactDirectory, UploadedContact
+from gateway.contacts.rules import UploadedContact
+from gateway.contacts.service import ContactDirectory
 from gateway.db.session import Database
 from gateway.errors import Conflict
 from gateway.settings import Settings

@@ -67,7 +67,8 @@ class BookEntry:
 
 _BOOK_COLUMNS = "network, identity_hash, network_id, name, owner, discovered_at"
 _BOOK_SLICE = 5000
-#: Rows read for a user's linked identities: the cap is 20; racing links may add a few.
+#: Rows read for a user's linked identities: the cap is 20, exact per process; links racing
+#: from other processes may add one each.
 _IDENTITY_ROWS = 64
 _BOOK_FROM_START = f"SELECT {_BOOK_COLUMNS} FROM contact_books WHERE login = ? LIMIT ?"
 _BOOK_AFTER = (

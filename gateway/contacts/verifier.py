@@ -15,7 +15,7 @@ from __future__ import annotations
 import hmac
 import re
 
-from gateway.contacts.identities import Identity
+from gateway.contacts.identity import Identity
 from gateway.contacts.verification import (
     CODE_DIGITS,
     VerificationStore,

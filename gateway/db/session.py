@@ -164,8 +164,8 @@ class Database:
             load_balancing_policy=policy,
             row_factory=dict_factory,
             request_timeout=s.request_timeout,
-            consistency_level=ConsistencyLevel.LOCAL_QUORUM,
-            serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
+            consistency_level=ConsistencyLevel.name_to_value[s.consistency],
+            serial_consistency_level=ConsistencyLevel.name_to_value[s.serial_consistency],
         )
         auth = (
             PlainTextAuthProvider(username=s.username, password=s.password or "")

@@ -18,6 +18,7 @@ from strawberry.types import Info
 
 from gateway.db.session import Database, RequestMetrics
 from gateway.errors import Unauthenticated
+from gateway.graph import validation
 from gateway.graph.pubsub import PubSub
 from gateway.graph.sessions import SessionLookup
 from gateway.http.client_address import address_key, client_address
@@ -191,10 +192,15 @@ class Context:
             self._loaders[factory] = instance
         return instance
 
-    def sent_with_key(self, info: Info) -> None:
-        """This mutation field carries its idempotency key: repeating it is safe
-        (``UNAVAILABLE`` then says ``retrySafe: true``)."""
-        self.keyed_fields.add(str(info.path.key))
+    def idempotency_key(self, info: Info, value: str | None, field: str = "clientMutationId") -> str | None:
+        """The mutation's idempotency key, checked (``BAD_USER_INPUT`` on ``field``), or None.
+
+        A field sent with its key is safe to repeat, so its ``UNAVAILABLE`` says
+        ``retrySafe: true``."""
+        key = validation.idempotency_key(value, field)
+        if key is not None:
+            self.keyed_fields.add(str(info.path.key))
+        return key
 
     def fresh(self) -> Context:
         """Forget cached loader results and start counting anew.

@@ -32,12 +32,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from gateway.graph.codec import EventCodec, UnknownEvent
 from gateway.graph.pubsub import BrokerState, BrokerUnavailable
+from gateway.graph.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +87,9 @@ class RedisPubSub:
         self._background: set[asyncio.Task[Any]] = set()
         self._publisher = self._client(max_connections=16)
 
-    def _client(self, **kwargs: Any) -> aioredis.Redis:
+    def _client(self, max_connections: int = 2) -> aioredis.Redis:
         """A client that fails fast: retrying is this class's job, so nothing retries silently."""
-        return aioredis.from_url(
-            self.url,
-            retry=Retry(NoBackoff(), 0),
-            socket_connect_timeout=self._timeout,
-            socket_keepalive=True,
-            **kwargs,
-        )
+        return redis_client(self.url, max_connections=max_connections, timeout=self._timeout)
 
     @property
     def state(self) -> BrokerState:
@@ -188,6 +181,8 @@ class RedisPubSub:
                 return
             kind = "subscribe" if wanted else "unsubscribe"
             confirmed = asyncio.get_running_loop().create_future()
+            # A loss may fail it after its waiter gave up: nobody else reads that error.
+            confirmed.add_done_callback(lambda f: f.cancelled() or f.exception())
             self._confirmations[(kind, channel)] = confirmed
             try:
                 await pubsub.execute_command(kind.upper(), self._prefix + channel)

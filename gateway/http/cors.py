@@ -14,8 +14,18 @@ from aiohttp import hdrs, web
 
 from gateway.http.origins import ANY_ORIGIN, normalized_origins
 
-#: Response headers a cross-origin page may read besides the CORS-safelisted ones.
-EXPOSED_HEADERS = ("Content-Disposition", "Content-Length", "ETag", "Retry-After")
+#: Response headers a cross-origin page may read besides the CORS-safelisted ones: the
+#: download headers a player or a resumable download needs (``Content-Range`` to place a
+#: 206's bytes, ``Accept-Ranges`` to know it may ask for ranges, ``ETag`` for ``If-Range``
+#: and ``If-None-Match``) and ``Retry-After`` of rate-limited answers.
+EXPOSED_HEADERS = (
+    "Accept-Ranges",
+    "Content-Disposition",
+    "Content-Length",
+    "Content-Range",
+    "ETag",
+    "Retry-After",
+)
 
 #: Seconds a browser may cache a preflight answer.
 PREFLIGHT_MAX_AGE = 600

@@ -207,6 +207,10 @@ class PersistedQueries:
         return document
 
 
-def from_settings(trusted_documents: Path | None, introspection: bool) -> PersistedQueries:
+def from_settings(
+    trusted_documents: Path | None, introspection: bool, store: DocumentStore | None = None
+) -> PersistedQueries:
+    """Trusted documents are a local file (every process reads the same manifest);
+    registered ones live in ``store``, this process's memory unless given."""
     trusted = load_trusted_documents(trusted_documents) if trusted_documents is not None else None
-    return PersistedQueries(LruDocumentStore(), trusted, introspection)
+    return PersistedQueries(store or LruDocumentStore(), trusted, introspection)

@@ -32,6 +32,7 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 
 from gateway.db.session import CassandraUnavailable
 from gateway.graph.context import Context, Services, bearer_token
+from gateway.graph.pubsub import BrokerUnavailable
 from gateway.graph.sessions import session_channel
 from gateway.http.sockets import TOO_MANY_CODE, TOO_MANY_REASON, SocketCounts
 
@@ -50,6 +51,9 @@ INIT_TIMEOUT_CODE = 4408
 INIT_TIMEOUT_REASON = "Connection initialisation timeout"
 #: Pause before listening again on a session channel that dropped the socket.
 RESUBSCRIBE_SECONDS = 1.0
+#: While the broker is unreachable revocations cannot arrive: each socket looks its
+#: session up this often instead (one CQL statement per socket per interval).
+BROKER_POLL_SECONDS = 5.0
 
 
 def token_of(payload: object) -> str | None:
@@ -185,15 +189,21 @@ class SessionSocket:
     async def _ended(self, token: str, expires_at: datetime) -> bool:
         """Wait for the session's revocation or expiry (True), or for the channel to
         drop this subscriber (a slow reader, a broker reconnect): then a revocation
-        may have been missed, and the session is looked up."""
+        may have been missed, and the session is looked up. With the broker lost,
+        the session is looked up every :data:`BROKER_POLL_SECONDS` until it is back."""
         remaining = (expires_at - datetime.now(UTC)).total_seconds()
-        async with self.services.pubsub.subscribe(session_channel(token)) as messages:
-            try:
-                async with asyncio.timeout(max(remaining, 0)):
-                    async for _ in messages:
-                        return True
-            except TimeoutError:
-                return True
+        if remaining <= 0:
+            return True
+        try:
+            async with self.services.pubsub.subscribe(session_channel(token)) as messages:
+                try:
+                    async with asyncio.timeout(remaining):
+                        async for _ in messages:
+                            return True
+                except TimeoutError:
+                    return True
+        except BrokerUnavailable:
+            await asyncio.sleep(min(remaining, BROKER_POLL_SECONDS))
         try:
             return await self.services.session_of(token) is None
         except CassandraUnavailable:

@@ -12,7 +12,6 @@ from strawberry.file_uploads import Upload
 from strawberry.types import Info
 
 from gateway.db.idempotency import MutationKeys
-from gateway.graph import validation
 from gateway.graph.context import Context, context_of
 from gateway.graph.cost import max_items
 from gateway.graph.node import Node, global_id
@@ -267,9 +266,7 @@ class MailMutation:
     )
     async def send_email(self, info: Info, input: EmailInput) -> Email:
         context = context_of(info)
-        client_key = validation.idempotency_key(input.client_mutation_id)
-        if client_key is not None:
-            context.sent_with_key(info)
+        client_key = context.idempotency_key(info, input.client_mutation_id)
         login = await context.require_viewer()
         recipients = rules.recipients(input.to)
         subject = rules.subject(input.subject)

@@ -6,17 +6,10 @@ from gateway.errors import BadUserInput
 from gateway.graph import validation
 
 CONTENT_MAX = 4000
-CLIENT_MESSAGE_ID_MAX = 100
 
 
 def content(value: str) -> str:
     return validation.text(value, "content", max_len=CONTENT_MAX)
-
-
-def client_message_id(value: str | None) -> str | None:
-    if value is None:
-        return None
-    return validation.text(value, "clientMessageId", max_len=CLIENT_MESSAGE_ID_MAX, trim=False)
 
 
 def other_login(value: str, viewer: str, field: str) -> str:

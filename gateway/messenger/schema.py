@@ -10,15 +10,16 @@ import strawberry
 from strawberry.types import Info
 
 from gateway.errors import NotFound
-from gateway.graph.context import context_of
+from gateway.graph.context import Context, context_of
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, Edge, PageInfo, decode_position, page_size, position_cursor
 from gateway.graph.selection import selects
 from gateway.messenger import rules
 from gateway.messenger.cursors import edges_by_recency, spot_cursor, spot_position
-from gateway.messenger.events import message_events, publish_message
+from gateway.messenger.events import message_events
 from gateway.messenger.loaders import partner_loader
 from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
+from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
 from gateway.ratelimit.policy import Limit
 from gateway.users.loaders import user_loader
@@ -33,6 +34,10 @@ from gateway.users.schema import (
 
 MESSAGES_PAGE = 50
 TALK_PARTNERS_PAGE = 50
+
+def service(context: Context) -> MessengerService:
+    return MessengerService(context.store(MessengerStore), context.pubsub)
+
 
 WithArgument = Annotated[str, strawberry.argument(name="with", description="The other user's login.")]
 
@@ -256,16 +261,12 @@ class MessengerMutation:
         self, info: Info, to: str, content: str, client_message_id: str | None = None
     ) -> DirectMessage:
         context = context_of(info)
-        key = rules.client_message_id(client_message_id)
-        if key is not None:
-            context.sent_with_key(info)
+        key = context.idempotency_key(info, client_message_id, "clientMessageId")
         sender = await context.require_viewer()
         text = rules.content(content)
         await context.rate_limit(Limit.SEND, sender)
         recipient = await _other_user(info, sender, to, "to")
-        sent = await context.store(MessengerStore).send(sender, recipient, text, key)
-        if sent.stored_now:
-            await publish_message(context.pubsub, sent.message)
+        sent = await service(context).send(sender, recipient, text, key)
         return DirectMessage.of(sent.message)
 
     @strawberry.mutation(
@@ -277,7 +278,7 @@ class MessengerMutation:
         context = context_of(info)
         viewer = await context.require_viewer()
         partner = await _other_user(info, viewer, with_, "with")
-        record = await context.store(MessengerStore).mark_read(viewer, partner)
+        record = await service(context).mark_read(viewer, partner)
         return TalkPartner.of(record)
 
 

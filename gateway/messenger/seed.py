@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gateway.db.session import Database
+from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
 from gateway.settings import Settings
 
@@ -27,7 +28,8 @@ async def seed_messenger(db: Database, settings: Settings) -> int:
     store = MessengerStore(db, settings)
     if (await store.partner("alice", "bob")).last_message is not None:
         return 0
+    service = MessengerService(store)
     for sender, recipient, content in DEMO_MESSAGES:
-        await store.send(sender, recipient, content)
-    await store.mark_read("alice", "bob")
+        await service.send(sender, recipient, content)
+    await service.mark_read("alice", "bob")
     return len(DEMO_MESSAGES)

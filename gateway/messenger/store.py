@@ -1,21 +1,7 @@
 """Direct messages and talk partners in Cassandra.
 
-Sending a message, in order:
-
-1. a new timeuuid (``clock.new_timeuuid``);
-2. the recipient's unread count goes up by one, in the same Paxos round as the
-   ``clientMessageId`` claim if there is one (``unread.py``); a key claimed
-   before yields the earlier message instead, and nothing is counted;
-3. one logged batch writes the message, its bucket in the conversation's bucket
-   index, the last-message cell of both talk-partner rows and, when the pair
-   changes slot, its rows in both activity partitions (``activity.py``), every
-   cell ``USING TIMESTAMP`` = the message's time. The old slot comes from the
-   pair's last message as this process remembers it, else from one read.
-
-Step 3 is a replay-safe write: the same message id gives the same partitions,
-keys, values and timestamps, so writing it twice is writing it once. That is how
-a failure between steps 2 and 3 heals: the client's retry with the same
-``clientMessageId`` finds the claim, finds no message, and writes it.
+A message is written by :meth:`MessengerStore.write_message`, one replay-safe
+logged batch; the order of a send around it is in ``service.py``.
 """
 
 from __future__ import annotations
@@ -25,14 +11,13 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from gateway.db import clock, timeline
-from gateway.db.clock import micros_of, new_timeuuid, time_of
+from gateway.db.clock import micros_of
 from gateway.db.session import Database, Row
 from gateway.messenger.activity import ActivityIndex, Spot
 from gateway.messenger.model import (
     LastMessage,
     MessageRecord,
     PartnerRecord,
-    conversation_id,
 )
 from gateway.messenger.unread import UnreadLedger
 from gateway.settings import Settings
@@ -71,14 +56,6 @@ class PartnerPage:
     end: Spot | None
 
 
-@dataclass(frozen=True)
-class Sent:
-    message: MessageRecord
-    #: True when this call stored the message (subscribers should hear of it);
-    #: False when a retried ``clientMessageId`` found it already stored.
-    stored_now: bool
-
-
 class MessengerStore:
     def __init__(self, db: Database, settings: Settings) -> None:
         self.db = db
@@ -90,25 +67,7 @@ class MessengerStore:
     def bucket_of(self, message_id: UUID) -> int:
         return timeline.bucket_of_timeuuid(message_id, self.granularity)
 
-    # -- sending ------------------------------------------------------------
-
-    async def send(
-        self, sender: str, recipient: str, content: str, client_message_id: str | None = None
-    ) -> Sent:
-        """Store a message and count it unread for the recipient (see the module doc)."""
-        message_id = new_timeuuid()
-        counted = await self.unread.count_received(
-            recipient, sender, message_id, time_of(message_id), client_message_id
-        )
-        if counted.previous is not None:
-            self.activity.remember(conversation_id(sender, recipient), counted.previous.message_id)
-        if not counted.counted_now:
-            stored = await self.message(conversation_id(sender, recipient), counted.message_id)
-            if stored is not None:
-                return Sent(stored, stored_now=False)
-        message = MessageRecord(counted.message_id, sender, recipient, content, client_message_id)
-        await self.write_message(message)
-        return Sent(message, stored_now=True)
+    # -- writing messages -------------------------------------------------
 
     async def write_message(self, message: MessageRecord) -> None:
         """Write the message, its bucket, both last-message cells and the pair's
@@ -253,9 +212,6 @@ class MessengerStore:
         for row in result.rows:
             found[row["partner"]] = _partner(owner, row)
         return found
-
-    async def mark_read(self, owner: str, partner: str) -> PartnerRecord:
-        return await self.unread.mark_read(await self.partner(owner, partner))
 
 
 def _message(row: Row) -> MessageRecord:

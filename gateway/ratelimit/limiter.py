@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from gateway.errors import BrokerUnavailable
 from gateway.ratelimit.rates import Rule
 
 #: Keys the in-process limiter remembers (about 200 bytes each); the least recently
@@ -22,6 +23,14 @@ from gateway.ratelimit.rates import Rule
 MAX_KEYS = 100_000
 #: Seconds without a failure after which earlier failures no longer count.
 FORGET_AFTER = 86400.0
+
+
+class LimiterUnavailable(BrokerUnavailable):
+    """A shared limiter cannot reach its state; the policy decides whether that refuses
+    (``UNAVAILABLE``, with this message) or allows the request."""
+
+    def __init__(self) -> None:
+        super().__init__("Rate limits cannot be checked right now; retrying later is safe.")
 
 
 @dataclass(frozen=True)

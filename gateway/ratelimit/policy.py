@@ -9,11 +9,14 @@ user for what a signed-in account can send, upload or look up. Callers name a
 from __future__ import annotations
 
 import enum
+import logging
 
 from gateway.errors import RateLimited
-from gateway.ratelimit.limiter import Backoff, InProcessRateLimiter, RateLimiter
+from gateway.ratelimit.limiter import Backoff, InProcessRateLimiter, LimiterUnavailable, RateLimiter
 from gateway.ratelimit.rates import Rule, parse_rate
 from gateway.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 class Limit(enum.Enum):
@@ -35,6 +38,16 @@ class Limit(enum.Enum):
     WRONG_CODE = "rate_wrong_codes"
     #: identities an address-book upload newly answered with their user, per user.
     IDENTITY_LOOKUP = "rate_identity_lookups"
+
+
+#: Limits that refuse (``UNAVAILABLE``) while a shared limiter cannot reach its state:
+#: those standing between an attacker and a secret (passwords, codes) or another
+#: person's privacy (who owns an identity), where an outage must not open a window
+#: for unlimited guessing. The others limit volume (sign-ups, comments, sends,
+#: uploads): an outage's worth of excess is bounded and cleaned up, while refusing
+#: them would stop the product's everyday actions, so they allow and log.
+#: The sign-in back-off per login fails closed as well.
+FAIL_CLOSED = frozenset({Limit.SIGN_IN, Limit.VERIFICATION_REQUEST, Limit.WRONG_CODE, Limit.IDENTITY_LOOKUP})
 
 
 def rules_of(settings: Settings) -> dict[Limit, Rule | None]:
@@ -72,7 +85,13 @@ class RateLimits:
                 f"This request needs {cost} at once; at most {rule.capacity} are allowed "
                 f"per {rule.period:g} s.",
             )
-        decision = await self.limiter.take(key, rule, cost)
+        try:
+            decision = await self.limiter.take(key, rule, cost)
+        except LimiterUnavailable:
+            if limit in FAIL_CLOSED:
+                raise
+            log.debug("rate limit %s not checked: its state is unreachable; allowed", limit.name)
+            return
         if not decision.allowed:
             raise RateLimited(decision.retry_after)
 
@@ -80,10 +99,16 @@ class RateLimits:
 
     async def begin_sign_in(self, login: str) -> None:
         """Raise RateLimited while ``login`` waits out its failures; otherwise this
-        attempt counts as a failure until :meth:`sign_in_succeeded`."""
+        attempt counts as a failure until :meth:`sign_in_succeeded`. Fails closed
+        (:class:`LimiterUnavailable`) when the shared state is unreachable."""
         decision = await self.limiter.attempt(login, self.backoff)
         if not decision.allowed:
             raise RateLimited(decision.retry_after)
 
     async def sign_in_succeeded(self, login: str) -> None:
-        await self.limiter.forgive(login, self.backoff)
+        """Forget ``login``'s failures; if the state became unreachable since the attempt,
+        the sign-in still succeeds and the failures simply stay counted."""
+        try:
+            await self.limiter.forgive(login, self.backoff)
+        except LimiterUnavailable:
+            log.warning("sign-in failures of a login not forgiven: the rate-limit state is unreachable")

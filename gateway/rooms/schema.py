@@ -9,7 +9,6 @@ import strawberry
 from strawberry.types import Info
 
 from gateway.errors import BadUserInput, Forbidden, NotFound
-from gateway.graph import validation
 from gateway.graph.context import Context, context_of
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import (
@@ -251,9 +250,7 @@ class RoomMutation:
         self, info: Info, room: str, content: str, client_mutation_id: str | None = None
     ) -> RoomMessage:
         context = context_of(info)
-        client_key = validation.idempotency_key(client_mutation_id)
-        if client_key is not None:
-            context.sent_with_key(info)
+        client_key = context.idempotency_key(info, client_mutation_id)
         viewer = await context.require_viewer()
         name, text = rules.room_name(room, "room"), rules.content(content)
         await context.rate_limit(Limit.SEND, viewer)

@@ -8,19 +8,21 @@ from datetime import datetime
 import strawberry
 from strawberry.types import Info
 
-from gateway.db import clock
-from gateway.errors import Conflict, NotFound, Unauthenticated
+from gateway.errors import NotFound
 from gateway.graph import validation
-from gateway.graph.context import context_of
+from gateway.graph.context import Context, context_of
 from gateway.graph.node import Node, global_id
-from gateway.graph.sessions import announce_revoked
 from gateway.ratelimit.policy import Limit
 from gateway.users import rules
 from gateway.users.loaders import user_loader
-from gateway.users.passwords import hash_password, verify_password
-from gateway.users.store import SessionStore, UserRecord, UserStore
+from gateway.users.service import AccountService, NewAccount
+from gateway.users.store import SessionRecord, SessionStore, UserRecord, UserStore
 
-WRONG_CREDENTIALS = "Wrong login or password."
+
+def service(context: Context) -> AccountService:
+    return AccountService(
+        context.store(UserStore), context.store(SessionStore), context.settings, context.pubsub
+    )
 
 
 @strawberry.type(description="A registered user.")
@@ -149,9 +151,7 @@ class ProfileInput:
     bio: str | None = strawberry.UNSET
 
 
-async def _start_session(info: Info, record: UserRecord) -> AuthPayload:
-    context = context_of(info)
-    session = await context.store(SessionStore).create(record.login)
+def _signed_in(context: Context, record: UserRecord, session: SessionRecord) -> AuthPayload:
     context.signed_in_as(record.login, session.token)
     return AuthPayload(token=session.token, user=User.of(record), expires_at=session.expires_at)
 
@@ -169,18 +169,16 @@ class UserMutation:
     async def sign_up(self, info: Info, input: SignUpInput) -> AuthPayload:
         context = context_of(info)
         await context.rate_limit(Limit.SIGN_UP)
-        record = UserRecord(
+        account = NewAccount(
             login=validation.login(input.login, "login"),
             firstname=rules.name(input.firstname, "firstname"),
             lastname=rules.name(input.lastname, "lastname"),
             email=validation.email(input.email, "email"),
             bio=rules.bio(input.bio),
-            created_at=clock.now(),
-            password_hash=await hash_password(context.settings, rules.password(input.password)),
+            password=rules.password(input.password),
         )
-        if not await context.store(UserStore).create(record):
-            raise Conflict(f"The login '{record.login}' is taken.", field="login")
-        return await _start_session(info, record)
+        record, session = await service(context).sign_up(account)
+        return _signed_in(context, record, session)
 
     @strawberry.mutation(
         description="Sign in; one UNAUTHENTICATED error for any wrong login or password. After a few "
@@ -193,20 +191,17 @@ class UserMutation:
         # Unknown and malformed logins are throttled alike, so throttling reveals no login.
         throttled = key or login.strip().lower()[:100]
         await context.rate_limits.begin_sign_in(throttled)
-        record = await context.store(UserStore).get(key) if key else None
-        ok = await verify_password(context.settings, record.password_hash if record else None, password)
-        if not ok or record is None:
-            raise Unauthenticated(WRONG_CREDENTIALS)
+        accounts = service(context)
+        record = await accounts.check_password(key, password)
         await context.rate_limits.sign_in_succeeded(throttled)
-        return await _start_session(info, record)
+        return _signed_in(context, record, await accounts.start_session(record.login))
 
     @strawberry.mutation(description="Revoke the token this request was sent with.")
     async def sign_out(self, info: Info) -> bool:
         context = context_of(info)
         await context.require_viewer()
         assert context.token is not None
-        await context.store(SessionStore).revoke(context.token)
-        await announce_revoked(context.pubsub, context.token)
+        await service(context).sign_out(context.token)
         return True
 
     @strawberry.mutation(description="Change your profile; only the fields given change.")
@@ -222,10 +217,4 @@ class UserMutation:
             changes["email"] = validation.email(rules.not_null(input.email, "email"))
         if input.bio is not strawberry.UNSET:
             changes["bio"] = rules.bio(input.bio)
-        store = context.store(UserStore)
-        if not await store.update_profile(login, changes):
-            raise NotFound("Your account no longer exists.")
-        record = await store.get(login)
-        if record is None:
-            raise NotFound("Your account no longer exists.")
-        return User.of(record)
+        return User.of(await service(context).update_profile(login, changes))

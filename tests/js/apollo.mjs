@@ -1,11 +1,13 @@
 // Apollo Client 4 against a running gateway, the way a frontend uses it: sign-in,
-// the main view, a live subscription over graphql-ws, an upload and its download,
+// the main view, a live subscription over graphql-ws, an upload and its ranged and signed downloads,
 // automatic persisted queries, batching, and cache normalisation with the default
 // InMemoryCache (no typePolicies). Prints one JSON report on stdout.
 //
 // usage: node apollo.mjs '{"url": "http://127.0.0.1:PORT/graphql",
-//                          "alice": {"login", "password"}, "bob": {"login", "password"}}'
+//                          "alice": {"login", "password"}, "bob": {"login", "password"},
+//                          "file": {"path": "<file to upload>", "range": [first, last]}}'
 import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { isDeepStrictEqual } from "node:util";
 
 import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql } from "@apollo/client";
@@ -107,8 +109,10 @@ for (const content of ["one", "two"]) {
   await bob.mutate({ mutation: SEND, variables: { to: aliceLogin, content } });
 }
 
-// Upload (multipart, apollo-upload-client), then the download with plain fetch and the bearer token.
-const bytes = Buffer.from("attachment bytes from apollo-upload-client\n".repeat(200));
+// Upload (multipart, apollo-upload-client) of the file the test wrote, then two downloads as a
+// page makes them: one byte range with the bearer token, and the whole file through the signed
+// Attachment.url with no Authorization header at all (what an <img> or a download manager does).
+const bytes = await readFile(config.file.path);
 const sent = await bob.mutate({
   mutation: gql`
     mutation SendEmail($input: EmailInput!) {
@@ -120,28 +124,41 @@ const sent = await bob.mutate({
       to: [aliceLogin],
       subject: "With a file",
       body: "See the attachment.",
-      attachments: [new File([bytes], "notes.txt", { type: "text/plain" })],
+      attachments: [new File([bytes], "clip.bin", { type: "application/octet-stream" })],
     },
   },
 });
 const emailId = sent.data.sendEmail.id;
 const { data: emailData } = await alice.query({
   query: gql`
-    query Email($id: ID!) { me { id email(id: $id) { id attachments { id filename size url } } } }
+    query Email($id: ID!) { me { id email(id: $id) { id attachments { id filename size url urlExpiresAt } } } }
   `,
   variables: { id: emailId },
 });
 const [attachment] = emailData.me.email.attachments;
-const download = await fetch(new URL(attachment.url, url), {
-  headers: { authorization: `Bearer ${aliceAuth.token}` },
-});
-const downloaded = Buffer.from(await download.arrayBuffer());
 const sha = (b) => createHash("sha256").update(b).digest("hex");
+const signedUrl = new URL(attachment.url); // throws unless the URL is absolute
+const bareUrl = new URL(signedUrl);
+bareUrl.search = "";
+const [rangeFirst, rangeLast] = config.file.range;
+const ranged = await fetch(bareUrl, {
+  headers: { authorization: `Bearer ${aliceAuth.token}`, range: `bytes=${rangeFirst}-${rangeLast}` },
+});
+const rangedBytes = Buffer.from(await ranged.arrayBuffer());
+const signed = await fetch(signedUrl);
+const signedBytes = Buffer.from(await signed.arrayBuffer());
+const unsigned = await fetch(bareUrl);
+await unsigned.arrayBuffer();
 report.upload = {
   size: attachment.size,
-  sentSize: bytes.length,
-  downloadStatus: download.status,
-  sameBytes: sha(downloaded) === sha(bytes),
+  urlExpiresInFuture: Date.parse(attachment.urlExpiresAt) > Date.now(),
+  ranged: {
+    status: ranged.status,
+    contentRange: ranged.headers.get("content-range"),
+    bytes: rangedBytes.toString("base64"),
+  },
+  signed: { status: signed.status, length: signedBytes.length, sha256: sha(signedBytes) },
+  withoutSignatureOrToken: unsigned.status,
 };
 
 // The nine queries of a typical app; afterwards each must read back from the cache as it came.

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway.contacts.discovery import Discovery
 from gateway.contacts.jobs import JobKey
+from gateway.contacts.service import Discovery
 from gateway.db.clock import new_timeuuid
 from gateway.graph.codec import EventCodec, UnknownEvent
 from gateway.messenger.model import MessageRecord

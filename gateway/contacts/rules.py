@@ -1,4 +1,4 @@
-"""Networks, identity normalisation and identity hashing (pure functions).
+"""Contacts' input rules: networks, identity normalisation, uploaded address books.
 
 An identity is a network and an id on it. Before anything is stored or
 compared, the id is normalised so that the same person written two ways is one
@@ -11,20 +11,18 @@ identity:
 - ``email``: trimmed and lower-cased, then checked as an address;
 - ``fb``: a numeric Facebook user id.
 
-Tables keyed by identity store :func:`identity_hash`, a keyed HMAC-SHA256 of
-``network:normalised id``. Phone numbers have so few possible values that a
-plain SHA-256 is reversed by enumerating them; without the pepper (a secret
-setting that never sits in the database) a dump of those tables reveals nothing.
+Each failure is ``BAD_USER_INPUT`` naming its field. The identity these
+produce, and its hash, are in ``identity.py``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.errors import BadUserInput
+from gateway.graph import validation
 from gateway.graph.validation import EMAIL
 
 NETWORKS: tuple[str, ...] = ("tel", "email", "fb")
@@ -35,12 +33,14 @@ _FB_ID = re.compile(r"[0-9]{1,20}")
 _COUNTRY_CODE = re.compile(r"[1-9][0-9]{0,2}")
 #: Longer input than any id of any network is refused before any regex runs.
 RAW_ID_MAX = 254
+MAX_CONTACTS_PER_UPLOAD = 5000
+NAME_MAX = 100
 
 
 @dataclass(frozen=True)
-class Identity:
-    network: str
+class UploadedContact:
     network_id: str
+    name: str | None
 
 
 def network(value: str, field: str = "network") -> str:
@@ -95,7 +95,20 @@ def normalise(network_name: str, value: str, field: str, default_country_code: s
     raise AssertionError(f"unknown network {network_name!r}")
 
 
-def identity_hash(pepper: bytes, identity: Identity) -> bytes:
-    """HMAC-SHA256 of ``network:id`` under the pepper: the key of every identity-keyed table."""
-    message = f"{identity.network}:{identity.network_id}".encode()
-    return hmac.new(pepper, message, hashlib.sha256).digest()
+
+def address_book(
+    network_name: str, contacts: Sequence[UploadedContact], default_country_code: str = ""
+) -> list[UploadedContact]:
+    """An upload's entries with their ids normalised and names checked, in upload order
+    (``network_name`` already validated)."""
+    if len(contacts) > MAX_CONTACTS_PER_UPLOAD:
+        raise BadUserInput("contacts", f"At most {MAX_CONTACTS_PER_UPLOAD} contacts per upload.")
+    return [
+        UploadedContact(
+            normalise(network_name, contact.network_id, f"contacts[{i}].networkId", default_country_code),
+            None
+            if contact.name is None
+            else validation.text(contact.name, f"contacts[{i}].name", max_len=NAME_MAX),
+        )
+        for i, contact in enumerate(contacts)
+    ]

@@ -35,27 +35,34 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from gateway.contacts import identities
-from gateway.contacts.identities import Identity
+from gateway.contacts import rules
+from gateway.contacts.identity import Identity
+from gateway.contacts.identity import identity_hash as hash_of
 from gateway.contacts.jobs import FANOUT_CHANNEL, FanoutJobs, JobKey
 from gateway.contacts.store import BookEntry, ContactStore, LinkedIdentity
 from gateway.contacts.verifier import Verifier
 from gateway.db import clock
+from gateway.db.keyed_locks import KeyedLocks
 from gateway.db.session import Database
 from gateway.errors import BadUserInput, Conflict
-from gateway.graph import validation
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-MAX_CONTACTS_PER_UPLOAD = 5000
 #: Uploaders an unlink reads per slice of the identity's index partition.
 UNLINK_PAGE = 500
-NAME_MAX = 100
 #: Identities one user may link; keeps ``me.identities`` a short list and limits squatting.
 MAX_IDENTITIES_PER_USER = 20
+
+#: Serialises each user's links in this process from the count to the listing, so
+#: the count a link checks cannot change under it: the cap is exact within one
+#: gateway process. Across P processes linking for the same user at the same
+#: instant it is soft, by at most P - 1 identities (one racer per other process);
+#: an exact cross-process cap would need an LWT-guarded count written by every
+#: link and unlink, more than a cap against squatting is worth.
+_LINKS = KeyedLocks(wait_seconds=10.0)
 
 
 def contacts_channel(login: str) -> str:
@@ -70,12 +77,6 @@ class Discovery:
     network: str
     identity_hash: bytes
     owner: str
-
-
-@dataclass(frozen=True)
-class UploadedContact:
-    network_id: str
-    name: str | None
 
 
 @dataclass(frozen=True)
@@ -97,15 +98,14 @@ class ContactDirectory:
         self.store = ContactStore(db, settings)
         self.jobs = FanoutJobs(db)
         self.pepper = settings.contacts_identity_pepper.encode()
-        self.country_code = identities.country_code(settings.contacts_default_country_code)
+        self.country_code = rules.country_code(settings.contacts_default_country_code)
         self.verifier = Verifier(db, settings, self.pepper)
 
     def identity(self, network: str, network_id: str, field: str = "networkId") -> tuple[Identity, bytes]:
         """Validated, normalised, and hashed."""
-        name = identities.network(network)
-        normalised = identities.normalise(name, network_id, field, self.country_code)
-        identity = Identity(name, normalised)
-        return identity, identities.identity_hash(self.pepper, identity)
+        name = rules.network(network)
+        identity = Identity(name, rules.normalise(name, network_id, field, self.country_code))
+        return identity, hash_of(self.pepper, identity)
 
     # -- requestIdentityVerification / linkIdentity / unlinkIdentity -----------
 
@@ -119,9 +119,12 @@ class ContactDirectory:
     ) -> LinkedIdentity:
         """Link the identity once ``code`` proves ``login`` received the code sent to it."""
         identity, identity_hash = self.identity(network, network_id)
-        await self._check_room_for(login, identity_hash)
-        await self.verifier.check(login, identity_hash, code)
-        return await self._link(login, identity, identity_hash, publish)
+        async with _LINKS.hold(login):
+            await self._check_room_for(login, identity_hash)
+            await self.verifier.check(login, identity_hash, code)
+            linked = await self._claim(login, identity, identity_hash)
+        await self._tell_uploaders(linked, login, publish)
+        return linked
 
     async def link_verified(
         self, login: str, network: str, network_id: str, publish: Publish | None = None
@@ -129,18 +132,20 @@ class ContactDirectory:
         """Link without a code: for the demo seed and benchmarks, which own their identities.
         No GraphQL operation reaches this."""
         identity, identity_hash = self.identity(network, network_id)
-        await self._check_room_for(login, identity_hash)
-        return await self._link(login, identity, identity_hash, publish)
+        async with _LINKS.hold(login):
+            await self._check_room_for(login, identity_hash)
+            linked = await self._claim(login, identity, identity_hash)
+        await self._tell_uploaders(linked, login, publish)
+        return linked
 
     async def _check_room_for(self, login: str, identity_hash: bytes) -> None:
         mine = await self.store.identities_of(login)
         if len(mine) >= MAX_IDENTITIES_PER_USER and all(i.identity_hash != identity_hash for i in mine):
             raise BadUserInput("networkId", f"You can link at most {MAX_IDENTITIES_PER_USER} identities.")
 
-    async def _link(
-        self, login: str, identity: Identity, identity_hash: bytes, publish: Publish | None
-    ) -> LinkedIdentity:
-        """Claim the identity for ``login`` and let everyone who has it in a book discover them.
+    async def _claim(self, login: str, identity: Identity, identity_hash: bytes) -> LinkedIdentity:
+        """Claim the identity for ``login`` and list it among theirs; the caller then lets
+        everyone who has it in a book discover them.
 
         Linking an identity you hold already is harmless and completes whatever an
         earlier link was cut short before (the identity list, the discoveries).
@@ -150,7 +155,6 @@ class ContactDirectory:
             raise Conflict(f"This {identity.network} identity is linked to another user.", field="networkId")
         linked = LinkedIdentity(identity.network, identity.network_id, identity_hash, claim.linked_at)
         await self.store.add_user_identity(login, linked)
-        await self._tell_uploaders(linked, login, publish)
         return linked
 
     async def unlink_identity(self, login: str, network: str, network_id: str) -> bool:
@@ -205,32 +209,23 @@ class ContactDirectory:
     # -- uploadContacts -----------------------------------------------------
 
     def parse_contacts(
-        self, network: str, contacts: Sequence[UploadedContact]
+        self, network: str, contacts: Sequence[rules.UploadedContact]
     ) -> tuple[str, dict[bytes, BookEntry]]:
         """Validate and normalise an upload; duplicates (the same identity written twice)
         collapse into the first occurrence, in upload order."""
-        name = identities.network(network)
-        if len(contacts) > MAX_CONTACTS_PER_UPLOAD:
-            raise BadUserInput("contacts", f"At most {MAX_CONTACTS_PER_UPLOAD} contacts per upload.")
+        name = rules.network(network)
         parsed: dict[bytes, BookEntry] = {}
-        for i, contact in enumerate(contacts):
-            identity, identity_hash = self.identity(name, contact.network_id, f"contacts[{i}].networkId")
-            display = (
-                None
-                if contact.name is None
-                else validation.text(contact.name, f"contacts[{i}].name", max_len=NAME_MAX)
-            )
-            if identity_hash not in parsed:
-                parsed[identity_hash] = BookEntry(
-                    name, identity_hash, identity.network_id, display, None, None
-                )
+        for contact in rules.address_book(name, contacts, self.country_code):
+            key = hash_of(self.pepper, Identity(name, contact.network_id))
+            if key not in parsed:
+                parsed[key] = BookEntry(name, key, contact.network_id, contact.name, None, None)
         return name, parsed
 
     async def upload_contacts(
         self,
         login: str,
         network: str,
-        contacts: Sequence[UploadedContact],
+        contacts: Sequence[rules.UploadedContact],
         charge_lookups: ChargeLookups | None = None,
     ) -> SyncResult:
         """Replace the viewer's book of ``network``; returns it with owners, and the users

@@ -1,0 +1,170 @@
+"""A local ring of Cassandra nodes on loopback, for replication and node-failure tests.
+
+Node ``i`` (1-based) listens on ``127.0.0.<i+1>`` with the standard ports, so the ring never
+touches the single node on 127.0.0.1; its JMX port is ``7200 + i``. Its files live under the
+cache directory next to the single node's::
+
+    ring/node<i>/   conf/, data/, logs/, cassandra.pid, .lock (as the single node's home)
+    ring/.lock      flock held while the ring as a whole starts or stops
+
+Node 1 is the seed. Nodes start one after the other, each joining (bootstrapping into) the
+ring before the next one starts, since Cassandra refuses two joining at once; the ring is
+ready when every node sees every node as NORMAL. Like the single node, it is started once,
+reused, and keeps running until stopped (as a whole or one node at a time).
+"""
+
+from __future__ import annotations
+
+import time
+
+from devnode.cassandra.configure import Placement
+from devnode.cassandra.install import Installer
+from devnode.cassandra.run import CassandraNode, NodeStatus
+from devnode.common import DevNodeError, Progress, locked, print_progress
+from gateway.settings import Settings
+
+CLUSTER_NAME = "gateway-ring"
+MAX_NODES = 9
+JMX_BASE_PORT = 7200
+# Long enough for a joining node to hear the ring's tokens and schema from the seed under load.
+RING_DELAY_MS = 3000
+
+
+def ring_hosts(nodes: int) -> list[str]:
+    """The loopback addresses of a ring of ``nodes`` nodes (its contact points)."""
+    return [f"127.0.0.{index + 1}" for index in range(1, nodes + 1)]
+
+
+class CassandraRing:
+    """The first ``nodes`` members of the local ring kept under ``settings.cassandra_home/ring``."""
+
+    def __init__(self, settings: Settings, nodes: int = 3, progress: Progress = print_progress) -> None:
+        if not 2 <= nodes <= MAX_NODES:
+            raise DevNodeError(f"A local ring has 2 to {MAX_NODES} nodes, not {nodes}.")
+        self._settings = settings
+        self._progress = progress
+        self._root = settings.cassandra_home.expanduser().resolve()
+        self.home = self._root / "ring"
+        self.hosts = ring_hosts(nodes)
+        self.port = settings.cassandra_port
+        self.members = [self._member(index) for index in range(1, nodes + 1)]
+
+    def _member(self, index: int) -> CassandraNode:
+        placement = Placement(
+            host=self.hosts[index - 1],
+            jmx_port=JMX_BASE_PORT + index,
+            seeds=self.hosts[0],
+            cluster_name=CLUSTER_NAME,
+            replication_factor=min(3, len(self.hosts)),
+            hinted_handoff=True,
+            ring_delay_ms=RING_DELAY_MS,
+            compact=True,
+        )
+        return CassandraNode(
+            self._settings,
+            self._progress,
+            home=self.home / f"node{index}",
+            placement=placement,
+            heap=("GATEWAY_CASSANDRA_RING_HEAP", self._settings.cassandra_ring_heap),
+            name=f"Cassandra ring node {index}",
+        )
+
+    def node(self, index: int) -> CassandraNode:
+        if not 1 <= index <= len(self.members):
+            raise DevNodeError(f"The ring has nodes 1 to {len(self.members)}, not {index}.")
+        return self.members[index - 1]
+
+    def start(self, node_timeout: float = 300.0, settle_timeout: float = 120.0) -> None:
+        """Start every member that is not running, in order, and wait until all are Up and Normal.
+
+        ``node_timeout`` bounds each node's start (a first start includes its bootstrap).
+        """
+        started = time.monotonic()
+        with locked(self.home, self.home / ".lock", self._progress):
+            self._ensure_installed()
+            for member in self.members:
+                member.start(timeout=node_timeout)
+            self.wait_normal(settle_timeout)
+        self._progress(
+            f"Cassandra ring of {len(self.members)} nodes ready on {', '.join(self.hosts)} "
+            f"({time.monotonic() - started:.0f}s)"
+        )
+
+    def start_node(self, index: int, timeout: float = 300.0) -> None:
+        """Start one member (it rejoins the ring it joined before) and wait until the ring is whole
+        again if every other member is running."""
+        member = self.node(index)
+        with locked(self.home, self.home / ".lock", self._progress):
+            self._ensure_installed()
+            member.start(timeout=timeout)
+            if all(other.status().running for other in self.members):
+                self.wait_normal(120.0)
+
+    def stop(self, index: int | None = None, timeout: float = 60.0) -> None:
+        """Stop one member, or every member (the seed last)."""
+        if index is not None:
+            self.node(index).stop(timeout)
+            return
+        with locked(self.home, self.home / ".lock", self._progress):
+            for member in reversed(self.members):
+                member.stop(timeout)
+
+    def status(self) -> list[NodeStatus]:
+        return [member.status() for member in self.members]
+
+    def _ensure_installed(self) -> None:
+        """Under the single node's lock, so the two never fetch Cassandra at the same time."""
+        with locked(self._root, self._root / ".lock", self._progress):
+            Installer(self._root, self._progress).ensure_installed()
+
+    def wait_normal(self, timeout: float) -> None:
+        """Returns once each member, asked over CQL, lists every member as NORMAL in its gossip."""
+        deadline = time.monotonic() + timeout
+        missing: dict[str, list[str]] = {}
+        while True:
+            missing = self._not_normal()
+            if not missing:
+                return
+            if time.monotonic() >= deadline:
+                seen = "; ".join(f"{host} sees {', '.join(bad)}" for host, bad in missing.items())
+                raise DevNodeError(f"The Cassandra ring did not settle within {timeout:.0f}s: {seen}.")
+            time.sleep(1.0)
+
+    def _not_normal(self) -> dict[str, list[str]]:
+        """For each member that does not (yet) see the whole ring NORMAL: what it sees instead."""
+        from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
+        from cassandra.policies import WhiteListRoundRobinPolicy
+
+        missing: dict[str, list[str]] = {}
+        for host in self.hosts:
+            only_this = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]))
+            cluster = Cluster(
+                [host],
+                port=self.port,
+                protocol_version=5,
+                execution_profiles={EXEC_PROFILE_DEFAULT: only_this},
+                connect_timeout=5,
+            )
+            try:
+                session = cluster.connect()
+                rows = session.execute(
+                    "SELECT address, status, status_with_port FROM system_views.gossip_info", timeout=5
+                )
+                states = {
+                    str(row.address): str(row.status_with_port or row.status or "").split(",")[0]
+                    for row in rows
+                }
+            except (NoHostAvailable, OSError) as exc:
+                missing[host] = [f"no answer ({type(exc).__name__})"]
+                continue
+            except Exception as exc:  # the driver's request errors share no base class worth naming
+                missing[host] = [f"an error ({exc})"]
+                continue
+            finally:
+                cluster.shutdown()
+            bad = [
+                f"{peer} {states.get(peer, 'absent')}" for peer in self.hosts if states.get(peer) != "NORMAL"
+            ]
+            if bad:
+                missing[host] = bad
+        return missing
