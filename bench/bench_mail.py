@@ -10,6 +10,7 @@ import asyncio
 import os
 import uuid
 from typing import Any
+from urllib.parse import urljoin
 
 import aiohttp
 
@@ -75,7 +76,7 @@ async def main() -> None:
         email = await _upload(target, senders[0], "reader", content)
         email_id = email["id"]
         base = target.url.removesuffix("/graphql")
-        download_url = base + email["attachments"][0]["url"]
+        download_url = urljoin(base, email["attachments"][0]["url"])
 
         mail = MailStore(target.db, target.settings)
         attachments = AttachmentStore(target.db, target.settings)

@@ -23,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.harness import Stats, Target, _free_port, measure, report
+from bench.harness import Stats, Target, _free_port, measure, report, serving
 from gateway.db.migrations import drop_keyspace
 from gateway.db.session import Database
 from gateway.settings import Settings
@@ -47,6 +47,10 @@ def _env(settings: Settings, port: int, broker_url: str) -> dict[str, str]:
         "ARGON2_TIME_COST": "1",
         "ARGON2_MEMORY_COST_KIB": "8192",
         "ARGON2_PARALLELISM": "1",
+        # Its own keyspace, so any pepper does (a real cluster refuses the public default).
+        "CONTACTS_IDENTITY_PEPPER": os.environ.get("CONTACTS_IDENTITY_PEPPER") or "bench-pepper",
+        # Workers must share one download-signing key.
+        "GATEWAY_URL_SIGNING_SECRET": os.environ.get("GATEWAY_URL_SIGNING_SECRET") or "bench-" + "s" * 32,
     }
 
 
@@ -75,18 +79,19 @@ async def _case(settings: Settings, db: Database, workers: int, broker_url: str)
     )  # fmt: skip
     connector = aiohttp.TCPConnector(limit=CONNECTIONS)
     try:
-        async with aiohttp.ClientSession(connector=connector) as http:
-            await _ready_workers(http, base, workers)
-            target = Target(f"{base}/graphql", http, db, settings)
-            if workers == 1:
-                await target.sign_up("benchuser")
-            return await measure(
-                f"gateway --workers {workers}: user(login)",
-                lambda _: target.graphql(READ),
-                requests=REQUESTS,
-                concurrency=CONNECTIONS,
-                warmup=CONNECTIONS * 2,
-            )
+        with serving(process.pid):
+            async with aiohttp.ClientSession(connector=connector) as http:
+                await _ready_workers(http, base, workers)
+                target = Target(f"{base}/graphql", http, db, settings)
+                if workers == 1:
+                    await target.sign_up("benchuser")
+                return await measure(
+                    f"gateway --workers {workers}: user(login)",
+                    lambda _: target.graphql(READ),
+                    requests=REQUESTS,
+                    concurrency=CONNECTIONS,
+                    warmup=CONNECTIONS * 2,
+                )
     finally:
         process.send_signal(signal.SIGTERM)
         await process.wait()

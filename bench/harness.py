@@ -18,8 +18,8 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,6 +39,15 @@ class Stats:
     latencies_ms: list[float]
     statements: float
     lwt_retries: float = 0.0
+    gateway_cpu: float = 0.0
+    local_cpu: float = 0.0
+
+    @property
+    def cpu_per_1000(self) -> float:
+        """CPU-seconds per 1000 requests of the process doing the work: the gateway's for a
+        gateway row, this process's (driver and load generator) for a driver row."""
+        cpu = self.local_cpu if self.name.startswith("driver") else self.gateway_cpu
+        return cpu * 1000 / self.requests if self.requests else 0.0
 
     @property
     def rps(self) -> float:
@@ -85,6 +94,49 @@ class Target:
         return str(body["data"]["signUp"]["token"])
 
 
+_servers: list[int] = []
+"""Process ids of the gateways under test: their CPU time is read around each measurement."""
+
+
+def _process_tree_cpu(root: int) -> float:
+    """User + system CPU seconds of ``root`` and its live descendants (from /proc)."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    total = 0.0
+    for pid, cpu in times.items():
+        ancestor = pid
+        while ancestor > 1 and ancestor != root:
+            ancestor = parents.get(ancestor, 0)
+        if ancestor == root:
+            total += cpu
+    return total
+
+
+def servers_cpu() -> float:
+    return sum(_process_tree_cpu(pid) for pid in _servers)
+
+
+@contextmanager
+def serving(pid: int) -> Iterator[None]:
+    """Count ``pid`` (and its children) as the gateway in the CPU columns."""
+    _servers.append(pid)
+    try:
+        yield
+    finally:
+        _servers.remove(pid)
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -119,12 +171,13 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
     db = Database(settings)
     connector = aiohttp.TCPConnector(limit=256)
     try:
-        async with aiohttp.ClientSession(connector=connector) as http:
-            base = f"http://127.0.0.1:{settings.port}"
-            await _wait_ready(http, base, server)
-            await asyncio.to_thread(db.connect)
-            db.use_keyspace(settings.keyspace)
-            yield Target(f"{base}/graphql", http, db, settings)
+        with serving(server.pid):
+            async with aiohttp.ClientSession(connector=connector) as http:
+                base = f"http://127.0.0.1:{settings.port}"
+                await _wait_ready(http, base, server)
+                await asyncio.to_thread(db.connect)
+                db.use_keyspace(settings.keyspace)
+                yield Target(f"{base}/graphql", http, db, settings)
     finally:
         server.terminate()
         await server.wait()
@@ -184,9 +237,13 @@ async def measure(
                 statements.append(cql["statements"])
                 retries.append(cql["lwtRetries"])
 
+    gateway_cpu = servers_cpu()
+    local_cpu = time.process_time()
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
+    local_cpu = time.process_time() - local_cpu
+    gateway_cpu = servers_cpu() - gateway_cpu
     return Stats(
         name=name,
         requests=requests,
@@ -194,6 +251,8 @@ async def measure(
         latencies_ms=latencies,
         statements=statistics.fmean(statements) if statements else 0.0,
         lwt_retries=statistics.fmean(retries) if retries else 0.0,
+        gateway_cpu=gateway_cpu,
+        local_cpu=local_cpu,
     )
 
 
@@ -206,10 +265,23 @@ async def counted(work: Awaitable[Any]) -> RequestMetrics:
 
 
 def report(title: str, rows: list[Stats]) -> None:
+    """Print the table; with ``BENCH_SUMMARY`` set, also append the rows to that JSON-lines file
+    (``python -m bench.summary`` pairs them up)."""
     print(f"\n## {title}")
-    print(f"{'case':<44} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CQL/req':>8} {'LWT retry/req':>14}")
+    print(
+        f"{'case':<44} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CQL/req':>8} {'LWT retry/req':>14}"
+        f" {'CPU s/1000':>10}"
+    )
     for row in rows:
         print(
             f"{row.name:<44} {row.rps:>9.0f} {row.pct(0.50):>8.2f} {row.pct(0.99):>8.2f}"
-            f" {row.statements:>8.2f} {row.lwt_retries:>14.3f}"
+            f" {row.statements:>8.2f} {row.lwt_retries:>14.3f} {row.cpu_per_1000:>10.2f}"
         )
+    summary = os.environ.get("BENCH_SUMMARY")
+    if summary:
+        with open(summary, "a") as out:
+            for row in rows:
+                out.write(json.dumps({
+                    "report": title, "name": row.name, "rps": row.rps, "p99": row.pct(0.99),
+                    "statements": row.statements, "cpu_per_1000": row.cpu_per_1000,
+                }) + "\n")  # fmt: skip

@@ -12,6 +12,7 @@ import sys
 from dataclasses import fields, replace
 from pathlib import Path
 
+import uvloop
 from aiohttp import web
 
 from gateway.app import create_app
@@ -30,7 +31,14 @@ def main() -> None:
             overrides[name] = tuple(value)
     settings = replace(Settings.from_env(), **overrides)
     logging.basicConfig(level=logging.WARNING)
-    web.run_app(create_app(settings), host="127.0.0.1", port=settings.port, print=None, access_log=None)
+    web.run_app(
+        create_app(settings),
+        host="127.0.0.1",
+        port=settings.port,
+        print=None,
+        access_log=None,
+        loop=uvloop.new_event_loop(),
+    )
 
 
 if __name__ == "__main__":

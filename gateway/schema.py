@@ -35,6 +35,7 @@ from gateway.graph.limits import QueryLimits, limited_validation
 from gateway.graph.metrics import StatementMetrics
 from gateway.graph.node import Node, NodeType, global_id, resolve_node
 from gateway.graph.observability import Observed
+from gateway.graph.plain_fields import PlainFieldsExecutor
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.mail.schema import MailMe, MailMutation, folder_node
 from gateway.messenger.schema import (
@@ -113,7 +114,9 @@ def event_codec() -> EventCodec:
     return EventCodec([ROOM_EVENT, DISCOVERY, FANOUT_NUDGE])
 
 
-def build_schema(settings: Settings | None = None) -> strawberry.Schema:
+def build_schema(settings: Settings | None = None, *, plain_fields: bool = True) -> strawberry.Schema:
+    """The composed schema; ``plain_fields=False`` executes with graphql-core's reference
+    executor alone (see ``gateway/graph/plain_fields.py``)."""
     settings = settings or Settings()
     introspection = [] if settings.introspection_allowed else [DisableIntrospection]
     return ErrorCodeSchema(
@@ -122,6 +125,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         subscription=Subscription,
         scalar_overrides=SCALAR_OVERRIDES,
         config=StrawberryConfig(batching_config={"max_operations": BATCH_CEILING}),
+        execution_context_class=PlainFieldsExecutor if plain_fields else None,
         extensions=[
             Observed,
             ErrorCodes,

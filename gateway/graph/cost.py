@@ -76,6 +76,8 @@ def list_bound(definition: GraphQLField) -> int:
     metadata = getattr(field, "metadata", None) or {}
     bound = metadata.get(MAX_ITEMS)
     return bound if isinstance(bound, int) else DEFAULT_LIST_BOUND
+
+
 #: Depth of ``__schema``/``__type`` subtrees: GraphiQL's query needs 15 (its
 #: ``TypeRef`` fragment nests ``ofType`` eight times under ``types { fields { type``);
 #: the rest is headroom for clients that nest ``ofType`` a little deeper.
@@ -108,6 +110,8 @@ class Analysis:
     fragments: int
     #: Selections the walk looked at: linear in the document's size.
     visits: int
+    #: Names of the request variables the measures depend on.
+    variables: frozenset[str] = frozenset()
 
 
 #: (fragment name, inside introspection, page size of the enclosing connection)
@@ -129,6 +133,9 @@ class _Walker:
         self.memo: dict[_Key, Measures] = {}
         self.in_progress: set[_Key] = set()
         self.visits = 0
+        #: Variables the measures depend on (those given as a ``first``): the same for
+        #: every walk of a document, whatever their values.
+        self.read: set[str] = set()
 
     def selection_set(
         self,
@@ -234,6 +241,7 @@ class _Walker:
                 value = int(arg.value.value)
             elif isinstance(arg.value, VariableNode):
                 var = arg.value.name.value
+                self.read.add(var)
                 value = self.variables.get(var, self.defaults.get(var, Undefined))
         if value is Undefined or value is None:
             value = argument.default_value
@@ -284,9 +292,7 @@ def analyse(
     what a document with one operation needs; a document with several and no
     name fails validation anyway.
     """
-    fragments = {
-        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-    }
+    fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
     operations = [
         d
         for d in document.definitions
@@ -295,11 +301,13 @@ def analyse(
     ]
     total = Measures()
     visits = 0
+    read: set[str] = set()
     for operation in operations:
         root = schema.get_root_type(operation.operation)
         walker = _Walker(schema, fragments, variables or {}, _variable_defaults(operation))
         m = walker.selection_set(operation.selection_set, root, False, None)
         visits += walker.visits
+        read |= walker.read
         total = Measures(
             depth=max(total.depth, m.depth),
             aliases=max(total.aliases, m.aliases),
@@ -315,4 +323,5 @@ def analyse(
         introspection_lists=total.introspection_lists,
         fragments=len(fragments),
         visits=visits,
+        variables=frozenset(read),
     )

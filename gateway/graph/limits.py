@@ -12,12 +12,14 @@ the resolvers know what they fetch.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from graphql import DocumentNode, GraphQLError, GraphQLSchema
-from strawberry.extensions import ValidationCache
+from strawberry.extensions import SchemaExtension
+from strawberry.schema.schema import validate_document
 
 from gateway.graph.cost import INTROSPECTION_MAX_DEPTH, INTROSPECTION_MAX_LISTS, Analysis, analyse
 from gateway.settings import Settings
@@ -40,9 +42,7 @@ def too_complex(message: str, **extensions: Any) -> GraphQLError:
 
 
 def cost_exceeded(cost: int, limit: int) -> GraphQLError:
-    return too_complex(
-        f"This request costs {cost}, more than the limit of {limit}.", cost=cost, limit=limit
-    )
+    return too_complex(f"This request costs {cost}, more than the limit of {limit}.", cost=cost, limit=limit)
 
 
 def violations(analysis: Analysis, limits: QueryLimits) -> list[GraphQLError]:
@@ -94,35 +94,118 @@ def _operation_name(execution_context: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def limited_validation(limits: QueryLimits, cache_size: int = 1000) -> type[ValidationCache]:
-    """Strawberry's cached validation, run only on documents within ``limits``.
+_ABSENT = object()
 
-    Replaces ``ValidationCache`` in the extension list: validation that has
-    already produced errors is not run again by Strawberry.
+
+class _Checked:
+    """What one document text has been found to be: its measures under the variable
+    values seen so far, and its validation errors once validated."""
+
+    __slots__ = ("analyses", "validation")
+
+    #: Distinct variable values remembered per document (``first: $n`` takes few).
+    MAX_VALUES = 64
+
+    def __init__(self) -> None:
+        self.analyses: dict[tuple[Any, ...], Analysis] = {}
+        self.validation: list[GraphQLError] | None = None
+
+    def analysis(
+        self,
+        schema: GraphQLSchema,
+        document: DocumentNode,
+        variables: Mapping[str, Any] | None,
+        operation_name: str | None,
+    ) -> Analysis:
+        some = next(iter(self.analyses.values()), None)
+        key: tuple[Any, ...] | None = None
+        if some is not None:
+            values = variables or {}
+            key = tuple(values.get(name, _ABSENT) for name in sorted(some.variables))
+            try:
+                found = self.analyses.get(key)
+            except TypeError:  # an unhashable value (a list where an Int goes): not remembered
+                return analyse(schema, document, variables, operation_name)
+            if found is not None:
+                return found
+        result = analyse(schema, document, variables, operation_name)
+        if key is None:
+            values = variables or {}
+            key = tuple(values.get(name, _ABSENT) for name in sorted(result.variables))
+        try:
+            if len(self.analyses) >= self.MAX_VALUES:
+                self.analyses.clear()
+            self.analyses[key] = result
+        except TypeError:
+            pass
+        return result
+
+
+class _CheckedDocuments:
+    """A bounded LRU of :class:`_Checked`, keyed by the document's text and operation name.
+
+    Keyed by text, not by the parsed ``DocumentNode``: AST nodes are frozen
+    dataclasses whose hash walks the whole tree on every lookup, which is what
+    Strawberry's ``ValidationCache`` pays per request. A text always parses to the
+    same document (the parser options are fixed per schema), so the text decides.
     """
 
-    class LimitedValidation(ValidationCache):
-        analysis: Analysis | None = None
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self.entries: OrderedDict[tuple[str, str | None, tuple[type, ...]], _Checked] = OrderedDict()
 
-        def __init__(self) -> None:
-            super().__init__(maxsize=cache_size)
+    def get(self, query: str, operation_name: str | None, rules: tuple[type, ...]) -> _Checked:
+        key = (query, operation_name, rules)
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = _Checked()
+            if len(self.entries) > self.maxsize:
+                self.entries.popitem(last=False)
+        else:
+            self.entries.move_to_end(key)
+        return entry
+
+
+def limited_validation(limits: QueryLimits, cache_size: int = 1000) -> type[SchemaExtension]:
+    """Cached validation, run only on documents within ``limits``.
+
+    Replaces ``ValidationCache`` in the extension list: a document text seen
+    before costs no walk and no validation (its measures are remembered per value
+    of the variables they depend on, the ``first`` of connections), and validation
+    that has already produced errors is not run again by Strawberry.
+    """
+    checked = _CheckedDocuments(cache_size)
+
+    class LimitedValidation(SchemaExtension):
+        analysis: Analysis | None = None
 
         def on_validate(self) -> Iterator[None]:
             context = self.execution_context
             document = context.graphql_document
-            if document is not None:
-                self.analysis, errors = check(
-                    context.schema._schema,
-                    document,
-                    limits,
-                    context.variables,
-                    _operation_name(context),
-                )
-                if errors:
-                    context.pre_execution_errors = errors
-                    yield
-                    return
-            yield from super().on_validate()
+            query = context.query
+            if document is None or query is None:
+                yield
+                return
+            schema = context.schema._schema
+            fragments = sum(1 for d in document.definitions if d.kind == "fragment_definition")
+            if fragments > limits.max_fragments:
+                message = f"{fragments} fragments exceed the limit of {limits.max_fragments}."
+                context.pre_execution_errors = [too_complex(message)]
+                yield
+                return
+            operation_name = _operation_name(context)
+            rules = tuple(context.validation_rules)
+            entry = checked.get(query, operation_name, rules)
+            self.analysis = entry.analysis(schema, document, context.variables, operation_name)
+            errors = violations(self.analysis, limits)
+            if errors:
+                context.pre_execution_errors = errors
+                yield
+                return
+            if entry.validation is None:
+                entry.validation = validate_document(schema, document, rules)
+            context.pre_execution_errors = entry.validation
+            yield
 
         def get_results(self) -> dict[str, Any]:
             settings = getattr(self.execution_context.context, "settings", None)

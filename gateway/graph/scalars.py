@@ -10,9 +10,11 @@ from strawberry.types.scalar import ScalarDefinition
 
 
 def serialize_datetime(value: datetime) -> str:
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Naive values are UTC (the driver reads timestamps so): formatted as they are, with
+    one C-level ``isoformat``; aware values are converted first."""
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value.isoformat(timespec="milliseconds") + "Z"
 
 
 def parse_datetime(value: object) -> datetime:

@@ -11,17 +11,36 @@ fall back to the per-request loaders.
 
 from __future__ import annotations
 
+from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode, SelectionNode
 from strawberry.types import Info
 
 
 def selects(info: Info, name: str) -> bool:
     """Whether the field being resolved selects a field ``name`` anywhere beneath it
-    (through fragments too; a false positive only costs an unneeded prefetch)."""
-    pending = list(info.selected_fields)
+    (through fragments too; a false positive only costs an unneeded prefetch).
+
+    Walks graphql-core's AST: ``info.selected_fields`` would first convert the whole
+    subtree, arguments and directives included, into Strawberry's own nodes."""
+    raw = info._raw_info
+    fragments = raw.fragments
+    seen: set[str] = set()
+    pending: list[SelectionNode] = []
+    for node in raw.field_nodes:
+        if node.selection_set:
+            pending.extend(node.selection_set.selections)
     while pending:
         selection = pending.pop()
-        for child in getattr(selection, "selections", ()):
-            if getattr(child, "name", None) == name:
+        if isinstance(selection, FieldNode):
+            if selection.name.value == name:
                 return True
-            pending.append(child)
+            if selection.selection_set:
+                pending.extend(selection.selection_set.selections)
+        elif isinstance(selection, InlineFragmentNode):
+            pending.extend(selection.selection_set.selections)
+        elif isinstance(selection, FragmentSpreadNode):
+            spread = selection.name.value
+            fragment = fragments.get(spread)
+            if fragment is not None and spread not in seen:
+                seen.add(spread)
+                pending.extend(fragment.selection_set.selections)
     return False

@@ -9,7 +9,6 @@ error with ``extensions.code`` and the exception's status.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from cross_web import AiohttpHTTPRequestAdapter, HTTPException
 from graphql import GraphQLSchema
 
 from gateway.graph.limits import QueryLimits
+from gateway.http.jsoncodec import loads
 
 
 class RequestRefused(HTTPException):
@@ -66,12 +66,12 @@ def _depth_within(value: Any, limit: int) -> bool:
 def parse_request_json(data: str | bytes) -> dict[str, Any] | list[dict[str, Any]]:
     """The request's JSON: an object, or a batch of them, nested at most ``MAX_JSON_DEPTH`` deep.
 
-    ``json.loads`` alone lets through bytes that are not UTF-8 (``UnicodeDecodeError``),
+    JSON parsing alone lets through bytes that are not UTF-8 (``UnicodeDecodeError``),
     nesting deeper than the interpreter's recursion limit (``RecursionError``), and
     scalars where Strawberry expects an object; each is a ``BAD_REQUEST`` here.
     """
     try:
-        value = json.loads(data)
+        value = loads(data)
     except (ValueError, RecursionError) as exc:
         raise bad_request(NOT_JSON) from exc
     if not (isinstance(value, dict) or (isinstance(value, list) and all(isinstance(v, dict) for v in value))):

@@ -26,6 +26,7 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from gateway.http.jsoncodec import dumps
 from gateway.http.media import (
     GRAPHQL_RESPONSE_JSON,
     is_request_error,
@@ -61,6 +62,10 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
 
     def parse_json(self, data: str | bytes) -> Any:
         return parse_request_json(data)
+
+    def encode_json(self, data: object) -> str:
+        """Text (WebSocket frames are sent as text); HTTP responses take the bytes directly."""
+        return dumps(data).decode()
 
     async def get_sub_response(self, request: web.Request) -> web.Response:
         response = await super().get_sub_response(request)
@@ -116,9 +121,11 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse],
         sub_response: web.Response,
     ) -> web.Response:
-        response = super().create_response(response_data, sub_response)
+        response = sub_response
+        response.body = dumps(response_data)
         media_type = sub_response.get(MEDIA_TYPE, "application/json")
         response.content_type = media_type
+        response.charset = "utf-8"
         if media_type == GRAPHQL_RESPONSE_JSON and isinstance(response_data, dict):
             if "data" not in response_data and response.status < 400:
                 codes = [

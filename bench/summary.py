@@ -1,0 +1,57 @@
+"""One line per gateway case beside its driver baseline, from the rows the benches appended to
+the ``BENCH_SUMMARY`` file: ``python -m bench.summary FILE`` (``scripts/bench --summary`` runs it).
+
+A gateway row is paired with the next driver row of the same report (the benches list each
+gateway case before the driver doing the same CQL); rows with no driver row after them are
+listed with the driver columns empty.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    paired: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    for index, row in enumerate(rows):
+        if not row["name"].startswith("gateway"):
+            continue
+        driver = next(
+            (
+                later
+                for later in rows[index + 1 :]
+                if later["report"] == row["report"] and later["name"].startswith("driver")
+            ),
+            None,
+        )
+        paired.append((row, driver))
+    return paired
+
+
+def main() -> None:
+    with open(sys.argv[1]) as source:
+        rows = [json.loads(line) for line in source if line.strip()]
+    print(
+        f"\n{'case':<48} {'gw_rps':>7} {'drv_rps':>7} {'ratio':>6} {'gw_p99':>7} {'drv_p99':>7}"
+        f" {'stmts':>5} {'gw_cpu/1k':>9} {'drv_cpu/1k':>10}"
+    )
+    for gateway, driver in pairs(rows):
+        name = gateway["name"].removeprefix("gateway:").strip()[:48]
+        if driver is None:
+            print(
+                f"{name:<48} {gateway['rps']:>7.0f} {'':>7} {'':>6} {gateway['p99']:>7.1f} {'':>7}"
+                f" {gateway['statements']:>5.1f} {gateway['cpu_per_1000']:>9.2f}"
+            )
+            continue
+        ratio = gateway["rps"] / driver["rps"] if driver["rps"] else 0.0
+        print(
+            f"{name:<48} {gateway['rps']:>7.0f} {driver['rps']:>7.0f} {ratio:>6.2f}"
+            f" {gateway['p99']:>7.1f} {driver['p99']:>7.1f} {gateway['statements']:>5.1f}"
+            f" {gateway['cpu_per_1000']:>9.2f} {driver['cpu_per_1000']:>10.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

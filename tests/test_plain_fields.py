@@ -1,0 +1,274 @@
+"""The plain-field fast path answers byte for byte what graphql-core's reference executor does.
+
+Two gateways serve the same schema over the same keyspace, one executing with
+``PlainFieldsExecutor`` and one with Strawberry's own executor, and every query
+of a corpus is sent to both over HTTP; the response bodies must be identical
+bytes, but for the random id an unexpected error names its request by. (The
+bodies are compared as sent, so these calls use a raw HTTP client: a GraphQL
+client would hand back parsed data, hiding order and form.)
+
+The corpus covers the gateway's own hot operations with aliases, fragments,
+``__typename`` and variables, and an edge schema whose plain attributes hold
+what the fast path must leave to the executor: nulls in non-null positions,
+exceptions, values a scalar or enum refuses, nulls inside lists, awaitables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+import aiohttp
+import pytest
+import strawberry
+from aiohttp.test_utils import TestServer
+
+from gateway.app import READY, create_app
+from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
+from gateway.graph.plain_fields import PlainFieldsExecutor
+from gateway.graph.scalars import SCALAR_OVERRIDES
+from gateway.schema import build_schema
+from gateway.settings import Settings
+from tests.client import Account, Api
+from tests.test_rooms import POST, create_room
+
+
+@strawberry.enum
+class Mood(Enum):
+    HAPPY = "happy"
+    SAD = "sad"
+
+
+async def _later(value: str) -> str:
+    return value
+
+
+@strawberry.type
+class Item:
+    name: str
+    nickname: str | None
+    count: int
+    ratio: float
+    flag: bool
+    key: strawberry.ID
+    at: datetime
+    mood: Mood
+    tags: list[str]
+    maybe_tags: list[str | None] | None
+    later: Any = strawberry.field(graphql_type=str | None)
+
+    @strawberry.field
+    def shout(self) -> str:
+        return self.name.upper() if isinstance(self.name, str) else "?"
+
+
+def _item(n: int, **odd: Any) -> Item:
+    values: dict[str, Any] = {
+        "name": f"item {n} é",
+        "nickname": None if n % 2 else f"nick {n}",
+        "count": n,
+        "ratio": n / 3,
+        "flag": bool(n % 2),
+        "key": strawberry.ID(f"k{n}"),
+        "at": datetime(2026, 1, 2, 3, 4, 5, 6000 * n),
+        "mood": Mood.HAPPY if n % 2 else Mood.SAD,
+        "tags": [f"t{n}", "common"],
+        "maybe_tags": [None, f"m{n}"] if n % 2 else None,
+        "later": None,
+        **odd,
+    }
+    return Item(**values)
+
+
+def _items() -> list[Item]:
+    return [
+        _item(0),
+        _item(1, name=None),  # null in a non-null position
+        _item(2, nickname=ValueError("nickname unavailable")),  # an exception as a value
+        _item(3, count=2**40),  # outside Int
+        _item(4, mood="grumpy"),  # not a Mood
+        _item(5, tags=["a", None]),  # null inside a list of non-null items
+        _item(6, tags="not a list"),
+        _item(7, at=datetime(2026, 5, 6, 7, 8, 9, tzinfo=UTC)),
+        _item(8, ratio=float("nan")),
+        _item(9, flag="yes"),
+    ]
+
+
+@strawberry.type
+class EdgeQuery:
+    @strawberry.field
+    def items(self) -> list[Item | None]:
+        return list[Item | None](_items())
+
+    @strawberry.field
+    def strict_items(self) -> list[Item]:
+        return _items()[:2]
+
+    @strawberry.field
+    def clean(self) -> list[Item]:
+        return [_item(0), _item(2), _item(4)]
+
+    @strawberry.field
+    def awaited(self) -> list[Item]:
+        return [_item(0, later=_later("soon")), _item(1, name="named", later=None)]
+
+
+def _edge_schema(plain: bool) -> strawberry.Schema:
+    return ErrorCodeSchema(
+        query=EdgeQuery,
+        scalar_overrides=SCALAR_OVERRIDES,
+        extensions=[ErrorCodes],
+        execution_context_class=PlainFieldsExecutor if plain else None,
+    )
+
+
+ALL_ITEM_FIELDS = "name nickname count ratio flag key at mood tags maybeTags shout"
+
+EDGE_CORPUS: list[tuple[str, dict[str, Any] | None]] = [
+    (f"{{ items {{ {ALL_ITEM_FIELDS} }} }}", None),
+    (f"{{ clean {{ {ALL_ITEM_FIELDS} __typename }} }}", None),
+    ("{ strictItems { name count } }", None),
+    ("{ strictItems { count } }", None),
+    ("{ a: clean { n: name, again: name, c: count, __typename } b: items { t: __typename tags } }", None),
+    (
+        "query { clean { ...F ... on Item { count mood } shout } } fragment F on Item { name tags at }",
+        None,
+    ),
+    ("query($s: Boolean!) { clean { name @skip(if: $s) count @include(if: $s) key } }", {"s": True}),
+    ("query($s: Boolean!) { clean { name @skip(if: $s) count @include(if: $s) key } }", {"s": False}),
+    ("{ __typename items { __typename } }", None),
+    ("{ items { count } }", None),
+    ("{ items { mood flag ratio } }", None),
+    ("{ items { maybeTags nickname } }", None),
+    ("{ awaited { name later count } }", None),
+    ("{ clean { nickname } strictItems { nickname } }", None),
+]
+
+
+@contextlib.asynccontextmanager
+async def _served(settings: Settings, schema: strawberry.Schema) -> AsyncIterator[str]:
+    app = create_app(settings, schema=schema)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        await asyncio.wait_for(app[READY].wait(), timeout=120)
+        yield str(server.make_url("/graphql"))
+    finally:
+        await server.close()
+
+
+async def _body(
+    http: aiohttp.ClientSession, url: str, query: str, variables: Any, token: str | None
+) -> bytes:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    payload = {"query": query, "variables": variables}
+    async with http.post(url, json=payload, headers=headers) as response:
+        return await response.read()
+
+
+#: Unexpected errors name their request (a random id per request): the one part that differs.
+_REQUEST_ID = re.compile(rb"[0-9a-f]{32}")
+
+
+async def _differences(
+    fast: str, reference: str, corpus: list[tuple[str, dict[str, Any] | None]], token: str | None = None
+) -> list[tuple[str, bytes, bytes]]:
+    differences = []
+    async with aiohttp.ClientSession() as http:
+        for query, variables in corpus:
+            got = _REQUEST_ID.sub(b"<request id>", await _body(http, fast, query, variables, token))
+            want = _REQUEST_ID.sub(b"<request id>", await _body(http, reference, query, variables, token))
+            if got != want:
+                differences.append((query, got, want))
+    return differences
+
+
+async def test_edge_corpus_is_byte_identical(base_settings: Settings) -> None:
+    async with (
+        _served(base_settings, _edge_schema(plain=True)) as fast,
+        _served(base_settings, _edge_schema(plain=False)) as reference,
+    ):
+        assert await _differences(fast, reference, EDGE_CORPUS) == []
+        # The corpus reaches the cases it is for: errors inside lists, nulls propagated.
+        async with aiohttp.ClientSession() as http:
+            body = json.loads(await _body(http, fast, EDGE_CORPUS[0][0], None, None))
+            strict = json.loads(await _body(http, fast, "{ strictItems { name count } }", None, None))
+    messages = " ".join(error["message"] for error in body["errors"])
+    paths = [error["path"] for error in body["errors"]]
+    assert ["items", 1, "name"] in paths  # null in a non-null position (masked as unexpected)
+    assert ["items", 2, "nickname"] in paths  # an exception as a value
+    assert ["items", 5, "tags", 1] in paths  # null inside a list
+    assert "Int cannot represent non 32-bit signed integer value" in messages
+    assert body["data"]["items"][0]["name"] == "item 0 é"
+    assert body["data"]["items"][1] is None
+    assert strict["data"] is None
+
+
+def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | None]]:
+    return [
+        (
+            """query($after: String) { me { talkPartners(first: 50, after: $after) {
+              edges { cursor node { partner { login firstname } lastMessage lastMessageAt unreadCount
+              unreadSince } } pageInfo { hasNextPage endCursor } } } }""",
+            {"after": None},
+        ),
+        (
+            """query($with: String!) { me { conversation(with: $with) { unreadCount
+              messages(first: 50) { edges { cursor node { id content sentAt sender { login } } } } } } }""",
+            {"with": partner},
+        ),
+        (
+            """query($n: String!) { room(name: $n) { __typename name participantCount
+              h: messages(first: 50) { edges { c: cursor node { ...M author { __typename login } } }
+              pageInfo { ...P } } } }
+            fragment M on RoomMessage { id content postedAt systemMessage __typename }
+            fragment P on PageInfo { hasNextPage endCursor }""",
+            {"n": room},
+        ),
+        (
+            """{ posts(first: 10) { edges { cursor node { slug title tags publishedAt commentCount
+              author { login firstname lastname } } } } }""",
+            None,
+        ),
+        ("{ me { user { login email l2: login __typename } } }", None),
+        ("query($l: String!) { user(login: $l) { login firstname lastname } }", {"l": partner}),
+    ]
+
+
+@pytest.fixture
+async def two_users(api: Api) -> tuple[Account, Account]:
+    owner, partner = await api.sign_up("plo"), await api.sign_up("plp")
+    send = "mutation($to: String!, $c: String!) { sendMessage(to: $to, content: $c) { id } }"
+    for n in range(3):
+        await api.ok(send, {"to": owner.login, "c": f"hello {n} ü"}, token=partner.token)
+    await api.ok(send, {"to": partner.login, "c": "hi back"}, token=owner.token)
+    return owner, partner
+
+
+async def test_domain_corpus_is_byte_identical(
+    base_settings: Settings, api: Api, two_users: tuple[Account, Account]
+) -> None:
+    owner, partner = two_users
+    room = await create_room(api, owner)
+    for n in range(3):
+        await api.ok(POST, {"r": room, "c": f"room message {n}"}, token=owner.token)
+    settings = replace(base_settings)
+    async with (
+        _served(settings, build_schema(settings, plain_fields=True)) as fast,
+        _served(settings, build_schema(settings, plain_fields=False)) as reference,
+    ):
+        corpus = _domain_corpus(partner.login, room)
+        assert await _differences(fast, reference, corpus, owner.token) == []
+        async with aiohttp.ClientSession() as http:
+            body = json.loads(await _body(http, fast, *corpus[0], owner.token))
+    edges = body["data"]["me"]["talkPartners"]["edges"]
+    assert [edge["node"]["partner"]["login"] for edge in edges] == [partner.login]
+    assert edges[0]["node"]["lastMessage"] == "hi back"
