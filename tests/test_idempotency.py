@@ -120,11 +120,11 @@ async def test_comment_retried_after_a_lost_answer_is_stored_and_counted_once(
     assert_unavailable_retry_safe(lost)
     assert not retry.errors, retry.errors
     post = (await api.ok(POST_STATS, {"slug": slug}))["post"]
-    assert post["comments"]["nodes"] == [retry.data["addComment"]]  # type: ignore[index]
+    assert post["comments"]["nodes"] == [retry.result["addComment"]]
     assert post["commentCount"] == 1
     # Once more with the same key: the same comment, nothing moves.
     again = (await api.ok(COMMENT, variables))["addComment"]
-    assert again == retry.data["addComment"]  # type: ignore[index]
+    assert again == retry.result["addComment"]
     assert (await api.ok(POST_STATS, {"slug": slug}))["post"] == post
 
 
@@ -174,10 +174,10 @@ async def test_email_retried_after_a_lost_answer_is_delivered_and_counted_once(
     assert_unavailable_retry_safe(lost)
     assert not retry.errors, retry.errors
     inbox = (await api.ok(INBOX, token=recipient.token))["me"]["folder"]
-    assert inbox["emails"]["nodes"] == [retry.data["sendEmail"]]  # type: ignore[index]
+    assert inbox["emails"]["nodes"] == [retry.result["sendEmail"]]
     assert inbox["unreadCount"] == 1
     again = (await api.ok(SEND_EMAIL, variables, token=sender.token))["sendEmail"]
-    assert again == retry.data["sendEmail"]  # type: ignore[index]
+    assert again == retry.result["sendEmail"]
     assert (await api.ok(INBOX, token=recipient.token))["me"]["folder"] == inbox
 
 
@@ -199,7 +199,7 @@ async def test_room_message_retried_after_a_lost_answer_is_stored_once(
     assert_unavailable_retry_safe(lost)
     assert not retry.errors, retry.errors
     messages = (await api.ok(ROOM_MESSAGES, {"name": room}, token=member.token))["room"]["messages"]["nodes"]
-    assert [m for m in messages if m["content"] == marker] == [retry.data["postRoomMessage"]]  # type: ignore[index]
+    assert [m for m in messages if m["content"] == marker] == [retry.result["postRoomMessage"]]
 
 
 async def test_direct_message_retried_after_a_lost_answer_is_stored_and_counted_once(
@@ -224,7 +224,7 @@ async def test_direct_message_retried_after_a_lost_answer_is_stored_and_counted_
     conversation = (await api.ok(CONVERSATION, {"with": sender.login}, token=recipient.token))["me"][
         "conversation"
     ]
-    assert conversation["messages"]["nodes"] == [retry.data["sendMessage"]]  # type: ignore[index]
+    assert conversation["messages"]["nodes"] == [retry.result["sendMessage"]]
     assert conversation["unreadCount"] == 1
 
 
