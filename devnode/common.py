@@ -131,6 +131,19 @@ def read_pid(pid_file: Path) -> int | None:
     return max(pid, 0)
 
 
+def live_pid(pid_file: Path, is_ours: Callable[[int], bool], *, clean: bool) -> int | None:
+    """The pid in ``pid_file`` if that process lives and ``is_ours`` (a recycled pid is not);
+    with ``clean``, a stale file is removed."""
+    pid = read_pid(pid_file)
+    if pid is None:
+        return None
+    if pid > 0 and pid_alive(pid) and is_ours(pid):
+        return pid
+    if clean:
+        pid_file.unlink(missing_ok=True)
+    return None
+
+
 def write_pid(pid_file: Path, pid: int) -> None:
     tmp_pid = pid_file.with_suffix(".pid.tmp")
     tmp_pid.write_text(f"{pid}\n")

@@ -27,11 +27,11 @@ from devnode.common import (
     Progress,
     cmdline,
     launch_detached,
+    live_pid,
     locked,
     pid_alive,
     port_open,
     print_progress,
-    read_pid,
     tail,
     terminate,
     wait_port_closed,
@@ -148,15 +148,8 @@ class CassandraNode:
         )
 
     def _live_pid(self, *, clean: bool) -> int | None:
-        """The pid in the pid file if it is this home's live Cassandra; a stale file is removed."""
-        pid = read_pid(self._pid_file)
-        if pid is None:
-            return None
-        if pid > 0 and pid_alive(pid) and self._is_our_node(pid):
-            return pid
-        if clean:
-            self._pid_file.unlink(missing_ok=True)
-        return None
+        """The pid in the pid file if it is this home's live Cassandra."""
+        return live_pid(self._pid_file, self._is_our_node, clean=clean)
 
     def _is_our_node(self, pid: int) -> bool:
         """Guards against a recycled pid: it must be CassandraDaemon running this home's config."""

@@ -25,10 +25,10 @@ from devnode.common import (
     Progress,
     cmdline,
     launch_detached,
+    live_pid,
     locked,
     pid_alive,
     print_progress,
-    read_pid,
     tail,
     terminate,
     wait_exit,
@@ -147,15 +147,8 @@ class RedisServer:
         )
 
     def _live_pid(self, *, clean: bool) -> int | None:
-        """The pid in the pid file if it is this port's live redis-server; a stale file is removed."""
-        pid = read_pid(self._pid_file)
-        if pid is None:
-            return None
-        if pid > 0 and pid_alive(pid) and self._is_our_server(pid):
-            return pid
-        if clean:
-            self._pid_file.unlink(missing_ok=True)
-        return None
+        """The pid in the pid file if it is this port's live redis-server."""
+        return live_pid(self._pid_file, self._is_our_server, clean=clean)
 
     def _is_our_server(self, pid: int) -> bool:
         """Guards against a recycled pid: it must be redis-server listening on this port.
