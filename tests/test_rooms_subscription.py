@@ -136,8 +136,8 @@ async def test_subscription_refusals(api: Api, app: web.Application) -> None:
 async def test_a_leave_on_a_gateway_without_a_shared_broker_ends_the_subscription(
     api: Api, app: web.Application, make_server: ServerFactory
 ) -> None:
-    """The leave's own event never reaches this gateway: the next event, whose room no
-    longer lists the follower, makes the subscription check and end without delivering."""
+    """The leave's own event never reaches this gateway: before the next delivery the
+    subscription reads the follower's participant row, finds it gone and ends."""
     elsewhere, _ = await make_server()
     alice = await api.sign_up("alice")
     bob = await api.sign_up("bob")
