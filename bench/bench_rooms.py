@@ -103,6 +103,7 @@ async def main() -> None:
             login = await sessions.login_of(reader.token)
             room = await rooms.get("bench-history")
             assert login is not None and room is not None
+            assert await members.is_participant(room.id, login)
             page = await history.page(room.name, room.id, first=PAGE, after=None)
             await users.get_many({m.author_login for _, m in page.items if m.author_login})
 
@@ -165,7 +166,7 @@ async def main() -> None:
                 concurrency=CONCURRENCY,
             ),
             await measure(
-                "driver:  session, room, page, authors",
+                "driver:  session, room, membership, page, authors",
                 lambda _: counted(raw_history()),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from enum import Enum
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -32,7 +33,7 @@ from aiohttp.test_utils import TestServer
 
 from gateway.app import READY, create_app
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
-from gateway.graph.plain_fields import PlainFieldsExecutor
+from gateway.graph.plain_fields import NOT_READ, PlainFieldsExecutor, plain_reader
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.schema import build_schema
 from gateway.settings import Settings
@@ -102,8 +103,96 @@ def _items() -> list[Item]:
     ]
 
 
+#: How often the resolver of a field with a plain reader ran (the fast path reads instead).
+resolver_calls = {"holder": 0}
+
+
+@strawberry.type
+class Holder:
+    login: str
+    rank: int | None
+
+
+@strawberry.interface
+class Named:
+    name: str
+
+
+@strawberry.type
+class Box(Named):
+    """Implements an interface, so graphql-core checks every value with ``is_type_of``."""
+
+    name: str
+    size: int
+    holder: Holder | None
+    strict_holder: Holder
+    contents: list[Item]
+    maybe_contents: list[Item | None] | None
+    inner: Box | None
+    _prefetched: strawberry.Private[Any] = None
+
+    def _read_holder(self) -> Any:
+        return NOT_READ if self._prefetched is None else self._prefetched
+
+    @strawberry.field(graphql_type=Holder | None, metadata=plain_reader(lambda box: box._read_holder()))
+    def read_holder(self) -> Any:
+        resolver_calls["holder"] += 1
+        return self._prefetched if self._prefetched is not None else Holder(login="loaded", rank=None)
+
+
+def _box(n: int, **odd: Any) -> Box:
+    values: dict[str, Any] = {
+        "name": f"box {n}",
+        "size": n,
+        "holder": Holder(login=f"h{n}", rank=n) if n % 2 else None,
+        "strict_holder": Holder(login=f"s{n}", rank=None),
+        "contents": [_item(0), _item(2)],
+        "maybe_contents": [None, _item(4)] if n % 2 else None,
+        "inner": Box(
+            name=f"inner {n}",
+            size=-n,
+            holder=None,
+            strict_holder=Holder(login="i", rank=1),
+            contents=[],
+            maybe_contents=None,
+            inner=None,
+        ),
+        "_prefetched": Holder(login=f"pre{n}", rank=2) if n % 2 else None,
+        **odd,
+    }
+    return Box(**values)
+
+
+def _boxes() -> list[Box]:
+    return [
+        _box(0),
+        _box(1),
+        _box(2, strict_holder=None),  # null in a non-null object position
+        _box(3, holder=Holder(login="h3", rank=2**40)),  # a leaf the scalar refuses, two levels down
+        _box(4, contents=[_item(0), None]),  # null inside a list of non-null objects
+        _box(5, inner=SimpleNamespace(name="impostor", size=0)),  # a Box's attributes, not a Box
+        _box(6, holder=ValueError("holder unavailable")),  # an exception as an object value
+        _box(7, contents=[_item(1, name=None)]),  # a null leaf inside a list's object
+        _box(8, maybe_contents=(x for x in [_item(0)])),  # an iterable that is not a list
+        _box(9, _prefetched=Holder(login="pre9", rank=2**40)),  # the reader's value fails a leaf
+    ]
+
+
 @strawberry.type
 class EdgeQuery:
+    @strawberry.field
+    def boxes(self) -> list[Box]:
+        return _boxes()
+
+    @strawberry.field
+    def nullable_boxes(self) -> list[Box | None]:
+        return list[Box | None](_boxes())
+
+    @strawberry.field
+    def clean_boxes(self) -> list[Box]:
+        return [_box(0), _box(1)]
+
+
     @strawberry.field
     def items(self) -> list[Item | None]:
         return list[Item | None](_items())
@@ -150,6 +239,25 @@ EDGE_CORPUS: list[tuple[str, dict[str, Any] | None]] = [
     ("{ items { maybeTags nickname } }", None),
     ("{ awaited { name later count } }", None),
     ("{ clean { nickname } strictItems { nickname } }", None),
+    (
+        """{ cleanBoxes { name size holder { login rank } strictHolder { login __typename }
+          contents { name count at tags } maybeContents { name mood } readHolder { login rank }
+          inner { name size inner { name } holder { login } } __typename } }""",
+        None,
+    ),
+    ("{ nullableBoxes { name strictHolder { login } } }", None),
+    ("{ boxes { name strictHolder { login } } }", None),
+    ("{ nullableBoxes { size holder { login rank } } }", None),
+    ("{ nullableBoxes { contents { name count } } }", None),
+    ("{ nullableBoxes { inner { name size } } }", None),
+    ("{ nullableBoxes { maybeContents { name } readHolder { login rank } } }", None),
+    (
+        """query($s: Boolean!) { cleanBoxes { ...B h: holder { l: login r: rank }
+          inner { ... on Named { name } ... on Box { size @skip(if: $s) } } } }
+        fragment B on Box { name contents { ...I } } fragment I on Item { name tags }""",
+        {"s": True},
+    ),
+    ("{ cleanBoxes { holder { login } holder { rank } inner { holder { login } } } }", None),
 ]
 
 
@@ -212,6 +320,35 @@ async def test_edge_corpus_is_byte_identical(base_settings: Settings) -> None:
     assert strict["data"] is None
 
 
+async def test_object_subtrees_are_read_in_place(base_settings: Settings) -> None:
+    """A field with a plain reader is read, not resolved, when the reader knows its value;
+    the boxes whose subtrees hold something odd are answered by the executor, errors and
+    nulls in place."""
+    query = "{ nullableBoxes { name readHolder { login } strictHolder { login } inner { size } } }"
+    async with (
+        _served(base_settings, _edge_schema(plain=True)) as fast,
+        _served(base_settings, _edge_schema(plain=False)) as reference,
+        aiohttp.ClientSession() as http,
+    ):
+        resolver_calls["holder"] = 0
+        body = json.loads(await _body(http, fast, query, None, None))
+        fast_calls = resolver_calls["holder"]
+        resolver_calls["holder"] = 0
+        await _body(http, reference, query, None, None)
+        reference_calls = resolver_calls["holder"]
+    assert reference_calls == 10
+    # Boxes with a prefetched holder (odd numbers) are read; the resolver runs for the even
+    # ones, which have nothing prefetched.
+    assert fast_calls == 5
+    boxes = body["data"]["nullableBoxes"]
+    assert boxes[1] == {"name": "box 1", "readHolder": {"login": "pre1"}, "strictHolder": {"login": "s1"},
+                        "inner": {"size": -1}}  # fmt: skip
+    assert boxes[2] is None  # the null strict holder nulls its box
+    assert boxes[5]["inner"] is None and boxes[5]["readHolder"] == {"login": "pre5"}  # not a Box
+    paths = sorted(error["path"] for error in body["errors"])
+    assert paths == [["nullableBoxes", 2, "strictHolder"], ["nullableBoxes", 5, "inner"]]
+
+
 def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | None]]:
     return [
         (
@@ -239,6 +376,13 @@ def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | 
             None,
         ),
         ("{ me { user { login email l2: login __typename } } }", None),
+        (
+            """{ posts(first: 10) { nodes { slug body commentCount author { login } } }
+              me { talkPartners(first: 5) { nodes { partner { login } lastMessageSender { login }
+              conversation { id } } } } }""",
+            None,
+        ),
+        ("query($n: String!) { room(name: $n) { creator { login firstname } } }", {"n": room}),
         ("query($l: String!) { user(login: $l) { login firstname lastname } }", {"l": partner}),
     ]
 

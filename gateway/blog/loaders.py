@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from strawberry.dataloader import DataLoader
-
 from gateway.blog.comment_store import CommentStore
 from gateway.blog.store import PostRecord, PostStore
 from gateway.db.session import IN_CHUNK
 from gateway.graph.context import Context
+from gateway.graph.dataloader import Loader
 
 
-def post_loader(context: Context) -> DataLoader[str, PostRecord | None]:
+def post_loader(context: Context) -> Loader[str, PostRecord | None]:
     """Posts by slug (``post(slug)``, and a list's ``body``)."""
     store = context.store(PostStore)
 
@@ -18,10 +17,10 @@ def post_loader(context: Context) -> DataLoader[str, PostRecord | None]:
         found = await store.get_many(slugs)
         return [found.get(slug) for slug in slugs]
 
-    return DataLoader(load_fn=load, max_batch_size=IN_CHUNK)
+    return Loader(load_fn=load, max_batch_size=IN_CHUNK)
 
 
-def comment_count_loader(context: Context) -> DataLoader[str, int]:
+def comment_count_loader(context: Context) -> Loader[str, int]:
     """``Post.commentCount`` by slug; a post nobody commented on counts 0."""
     store = context.store(CommentStore)
 
@@ -29,10 +28,10 @@ def comment_count_loader(context: Context) -> DataLoader[str, int]:
         counts = await store.counts(slugs)
         return [counts.get(slug, 0) for slug in slugs]
 
-    return DataLoader(load_fn=load, max_batch_size=IN_CHUNK)
+    return Loader(load_fn=load, max_batch_size=IN_CHUNK)
 
 
-def post_count_loader(context: Context) -> DataLoader[str, int]:
+def post_count_loader(context: Context) -> Loader[str, int]:
     """``User.postCount`` by login; a user who never published counts 0."""
     store = context.store(PostStore)
 
@@ -40,4 +39,4 @@ def post_count_loader(context: Context) -> DataLoader[str, int]:
         counts = await store.post_counts(logins)
         return [counts.get(login, 0) for login in logins]
 
-    return DataLoader(load_fn=load, max_batch_size=IN_CHUNK)
+    return Loader(load_fn=load, max_batch_size=IN_CHUNK)

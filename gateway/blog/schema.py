@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
 from datetime import datetime
+from typing import Any
 
 import strawberry
 from strawberry.types import Info
@@ -18,6 +19,7 @@ from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, page_size, position_cursor
+from gateway.graph.plain_fields import NOT_READ, plain_reader
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
 from gateway.users.schema import User, require_user, users_by_login
@@ -25,6 +27,11 @@ from gateway.users.schema import User, require_user, users_by_login
 POSTS_PAGE = 10
 AUTHOR_POSTS_PAGE = 10
 COMMENTS_PAGE = 50
+
+
+def _known(value: Any) -> Any:
+    """A post's plain reader: the value it was built with, or NOT_READ when not prefetched."""
+    return NOT_READ if value is None else value
 
 
 @strawberry.type(description="A comment on a post. The commenter's email is stored, never shown.")
@@ -124,7 +131,7 @@ class Post(Node):
     # awaitable (which graphql-core awaits), so a prefetched list needs no
     # awaitable per item.
 
-    @strawberry.field(graphql_type=str)
+    @strawberry.field(graphql_type=str, metadata=plain_reader(lambda p: _known(p._body)))
     def body(self, info: Info) -> str | Awaitable[str]:
         if self._body is not None:
             return self._body
@@ -135,13 +142,13 @@ class Post(Node):
         self._body = record.body if record else ""
         return self._body
 
-    @strawberry.field(graphql_type=User)
+    @strawberry.field(graphql_type=User, metadata=plain_reader(lambda p: _known(p._author_user)))
     def author(self, info: Info) -> User | Awaitable[User]:
         if self._author_user is not None:
             return self._author_user
         return require_user(info, self._author)
 
-    @strawberry.field(graphql_type=int)
+    @strawberry.field(graphql_type=int, metadata=plain_reader(lambda p: _known(p._comment_count)))
     def comment_count(self, info: Info) -> int | Awaitable[int]:
         if self._comment_count is not None:
             return self._comment_count

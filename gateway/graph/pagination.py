@@ -22,6 +22,7 @@ from strawberry.types import Info
 from gateway.db.timeline import Position
 from gateway.errors import BadUserInput
 from gateway.graph.errors import QueryTooComplex
+from gateway.graph.plain_fields import plain_reader
 
 T = TypeVar("T")
 
@@ -50,7 +51,10 @@ class Connection(Generic[T]):
     edges: list[Edge[T]]
     page_info: PageInfo
 
-    @strawberry.field(description="The nodes of `edges`, for clients that need no cursors.")
+    @strawberry.field(
+        description="The nodes of `edges`, for clients that need no cursors.",
+        metadata=plain_reader(lambda c: [edge.node for edge in c.edges]),
+    )
     def nodes(self) -> list[T]:
         return [edge.node for edge in self.edges]
 

@@ -1,26 +1,35 @@
-"""Execution with a fast path for plain fields: attributes read and serialised in place.
+"""Execution with a fast path for plain fields: values read and serialised in place.
 
 graphql-core runs every field the same way: a ``Path``, a ``GraphQLResolveInfo``
 (built by Strawberry), the resolver, an awaitable check and ``complete_value``'s
-type dispatch. For a field that is only an attribute of its parent (a Strawberry
-field with no resolver, no arguments and no extensions) whose type is a scalar
-or an enum (or a list of them), all of that amounts to ``getattr`` and the
-type's ``coerce_output_value``; a page of 50 records has hundreds of them.
+type dispatch, and for an object its sub-selection's own round of the same. For
+a *plain* field all of that amounts to reading a value and building the answer
+from it. A field is plain when it has no arguments, no directives and no
+extensions, and either no resolver (a Strawberry attribute) or a *plain reader*
+(:func:`plain_reader`: field metadata that reads what the resolver would return
+when that is already at hand, such as a user a page resolver prefetched), and
+its type is
+
+- a scalar or an enum, or a list of them; or
+- an object type (not an interface or a union), or a list of them, whose
+  selection is made of plain fields only: the whole subtree is plain.
 
 :class:`PlainFieldsExecutor` plans each selection set once per request: which
-of its response keys are plain, and how to read and serialise them. Executing
-the set, a plain field whose value is an ordinary one (not null where the type
-forbids it, not an exception or an awaitable, serialised to a value) is written
-directly; anything else, and every other field, goes through graphql-core's own
-``execute_field``, which reads the attribute again (reading has no side effect)
-and produces exactly the value or the error it always did. Results keep the
-selection's order. ``tests/test_plain_fields.py`` holds the fast path to the
-reference executor, byte for byte, over a corpus of queries.
+of its response keys are plain, and how to read and complete them. Executing
+the set, a plain field whose value is an ordinary one all the way down (no null
+where the type forbids it, no exception or awaitable, every scalar serialised,
+every object of its type) is written directly; anything else, and every other
+field, goes through graphql-core's own ``execute_field``, which reads the value
+again (reading has no side effect) and produces exactly the value or the error
+it always did. Results keep the selection's order. ``tests/test_plain_fields.py``
+holds the fast path to the reference executor, byte for byte, over a corpus of
+queries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from graphql import (
@@ -32,7 +41,7 @@ from graphql import (
     GraphQLScalarType,
     Undefined,
 )
-from graphql.execution.collect_fields import GroupedFieldSet
+from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.pyutils import Path, gather_with_cancel
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
@@ -42,48 +51,71 @@ _STRAWBERRY_DEFINITION = "strawberry-definition"
 #: The name of the resolver Strawberry gives fields without one (``is_basic_field``).
 _BASIC_RESOLVER = "_get_basic_result"
 
+#: The field metadata key of a plain reader.
+PLAIN_READER = "gateway.plain_reader"
+
+#: What a plain reader returns when only the field's resolver can tell the value.
+NOT_READ: Any = object()
+
+
+def plain_reader(read: Callable[[Any], Any]) -> dict[str, Any]:
+    """``metadata`` for a ``strawberry.field`` with a resolver: ``read(source)`` returns
+    what the resolver would return when that needs no ``info`` (a value the source
+    already holds), else :data:`NOT_READ`. It must not have side effects."""
+    return {PLAIN_READER: read}
+
+
 _LEAF = 0
 _LEAF_LIST = 1
 _TYPENAME = 2
+_OBJECT = 3
+_OBJECT_LIST = 4
+
+_Plan = list["_Plain | None"]
 
 
 class _Plain:
-    """How to produce one plain response key: read ``name`` with ``read``, then coerce."""
+    """How to produce one plain response key: ``read(source)``, then complete the value
+    with ``coerce`` (leaves) or ``plan`` (objects)."""
 
-    __slots__ = ("coerce", "item_non_null", "kind", "name", "non_null", "read", "response_key")
+    __slots__ = (
+        "coerce", "is_type_of", "item_non_null", "kind", "non_null", "plan", "read", "response_key",
+        "typename",
+    )  # fmt: skip
 
     def __init__(
         self,
         response_key: str,
         kind: int,
-        read: Callable[[Any, str], Any] | None = None,
-        name: str = "",
-        coerce: Callable[[Any], Any] | None = None,
+        read: Callable[[Any], Any] = lambda _source: NOT_READ,
+        *,
+        typename: str = "",
+        coerce: Callable[[Any], Any] = lambda value: value,
+        plan: list[_Plain] | None = None,
+        is_type_of: Callable[[Any, Any], Any] | None = None,
         non_null: bool = False,
         item_non_null: bool = False,
     ) -> None:
         self.response_key = response_key
         self.kind = kind
         self.read = read
-        self.name = name
+        self.typename = typename
         self.coerce = coerce
+        self.plan = plan or []
+        self.is_type_of = is_type_of
         self.non_null = non_null
         self.item_non_null = item_non_null
 
 
-_Plan = list[_Plain | None]
-
-#: A value the fast path does not produce: the field goes through ``execute_field``.
-_SLOW = object()
+class _Slow(Exception):
+    """Raised inside a plain subtree: the whole field goes through ``execute_field``."""
 
 
-def _leaf(output: GraphQLOutputType) -> tuple[Callable[[Any], Any] | None, bool]:
-    """The coercion of a scalar or enum type, and whether it is non-null."""
-    non_null = isinstance(output, GraphQLNonNull)
-    inner = output.of_type if isinstance(output, GraphQLNonNull) else output
-    if isinstance(inner, GraphQLScalarType | GraphQLEnumType):
-        return inner.coerce_output_value, non_null
-    return None, non_null
+
+def _unwrapped(output: GraphQLOutputType) -> tuple[GraphQLOutputType, bool]:
+    if isinstance(output, GraphQLNonNull):
+        return output.of_type, True
+    return output, False
 
 
 class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
@@ -112,80 +144,133 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
             cached = self._plans[key] = (grouped_field_set, plan)
         return cached[1]
 
-    def _plain(self, parent_type: GraphQLObjectType, response_key: str, details: Any) -> _Plain | None:
+    def _whole_plan(self, object_type: GraphQLObjectType, details: FieldDetailsList) -> list[_Plain] | None:
+        """The plan of an object field's selection when every field in it is plain."""
+        grouped_field_set, new_defer_usages, _ = self.collect_subfields(object_type, details)
+        if new_defer_usages:
+            return None
+        plan = self._plan_of(object_type, grouped_field_set) or []
+        whole = [plain for plain in plan if plain is not None]
+        return whole if whole and len(whole) == len(plan) else None
+
+    def _reader(self, field_def: Any) -> Callable[[Any], Any] | None:
+        """How to read a field's value without its resolver, if there is a way."""
+        strawberry_field = (field_def.extensions or {}).get(_STRAWBERRY_DEFINITION)
+        if strawberry_field is None or strawberry_field.extensions:
+            return None
+        resolve = field_def.resolve
+        if resolve is not None and getattr(resolve, "__name__", "") == _BASIC_RESOLVER:
+            if not strawberry_field.is_basic_field:
+                return None
+            default_resolver = strawberry_field.default_resolver
+            name = strawberry_field.python_name
+            if default_resolver is getattr:
+                return attrgetter(name)
+            return lambda source: default_resolver(source, name)
+        read: Callable[[Any], Any] | None = (strawberry_field.metadata or {}).get(PLAIN_READER)
+        return read
+
+    def _plain(
+        self, parent_type: GraphQLObjectType, response_key: str, details: FieldDetailsList
+    ) -> _Plain | None:
         for detail in details:
             node = detail.node
             if detail.defer_usage is not None or detail.fragment_variable_values is not None:
                 return None
-            if node.arguments or node.directives or node.selection_set:
+            if node.arguments or node.directives:
                 return None
         field_name = details[0].node.name.value
         if field_name == "__typename":
-            return _Plain(response_key, _TYPENAME, name=parent_type.name)
+            return _Plain(response_key, _TYPENAME, typename=parent_type.name)
         field_def = self.schema.get_field(parent_type, field_name)
         if field_def is None or field_def.args:
             return None
-        resolve = field_def.resolve
-        if resolve is None or getattr(resolve, "__name__", "") != _BASIC_RESOLVER:
+        read = self._reader(field_def)
+        if read is None:
             return None
-        strawberry_field = (field_def.extensions or {}).get(_STRAWBERRY_DEFINITION)
-        if strawberry_field is None or not strawberry_field.is_basic_field:
-            return None
-        read = strawberry_field.default_resolver
-        name = strawberry_field.python_name
-        output = field_def.type
-        coerce, non_null = _leaf(output)
-        if coerce is not None:
-            return _Plain(response_key, _LEAF, read, name, coerce, non_null)
-        inner = output.of_type if isinstance(output, GraphQLNonNull) else output
+        inner, non_null = _unwrapped(field_def.type)
+        kind = _LEAF
+        item_non_null = False
         if isinstance(inner, GraphQLList):
-            coerce, item_non_null = _leaf(inner.of_type)
-            if coerce is not None:
-                return _Plain(response_key, _LEAF_LIST, read, name, coerce, non_null, item_non_null)
+            kind = _LEAF_LIST
+            inner, item_non_null = _unwrapped(inner.of_type)
+        if isinstance(inner, GraphQLScalarType | GraphQLEnumType):
+            if details[0].node.selection_set:
+                return None
+            return _Plain(
+                response_key, kind, read, coerce=inner.coerce_output_value, non_null=non_null,
+                item_non_null=item_non_null,
+            )  # fmt: skip
+        if isinstance(inner, GraphQLObjectType):
+            plan = self._whole_plan(inner, details)
+            if plan is None:
+                return None
+            return _Plain(
+                response_key, _OBJECT if kind == _LEAF else _OBJECT_LIST, read, plan=plan,
+                is_type_of=inner.is_type_of, non_null=non_null, item_non_null=item_non_null,
+            )  # fmt: skip
         return None
 
     def _value(self, plain: _Plain, source: Any) -> Any:
-        """The field's completed value, or ``_SLOW`` when only ``execute_field`` may say."""
-        if plain.kind == _TYPENAME:
-            return plain.name
-        assert plain.read is not None and plain.coerce is not None
+        """The field's completed value; raises ``_Slow`` when only ``execute_field`` may say."""
+        kind = plain.kind
+        if kind == _TYPENAME:
+            return plain.typename
         try:
-            value = plain.read(source, plain.name)
+            value = plain.read(source)
         except Exception:
-            return _SLOW
+            raise _Slow from None
         if value is None:
-            return _SLOW if plain.non_null else None
-        if value is Undefined or isinstance(value, Exception) or self.is_awaitable(value):
-            return _SLOW
-        coerce = plain.coerce
-        if plain.kind == _LEAF:
-            return self._coerced(coerce, value)
+            if plain.non_null:
+                raise _Slow
+            return None
+        if value is NOT_READ or value is Undefined or isinstance(value, Exception):
+            raise _Slow
+        if self.is_awaitable(value):
+            raise _Slow
+        if kind == _LEAF:
+            return self._leaf(plain.coerce, value)
+        if kind == _OBJECT:
+            return self._object(plain, value)
         if not isinstance(value, list | tuple):
-            return _SLOW
+            raise _Slow
         items: list[Any] = []
+        append = items.append
         for item in value:
             if item is None:
                 if plain.item_non_null:
-                    return _SLOW
-                items.append(None)
-                continue
-            if item is Undefined or isinstance(item, Exception) or self.is_awaitable(item):
-                return _SLOW
-            coerced = self._coerced(coerce, item)
-            if coerced is _SLOW:
-                return _SLOW
-            items.append(coerced)
+                    raise _Slow
+                append(None)
+            elif item is Undefined or isinstance(item, Exception) or self.is_awaitable(item):
+                raise _Slow
+            elif kind == _LEAF_LIST:
+                append(self._leaf(plain.coerce, item))
+            else:
+                append(self._object(plain, item))
         return items
 
     @staticmethod
-    def _coerced(coerce: Callable[[Any], Any], value: Any) -> Any:
+    def _leaf(coerce: Callable[[Any], Any], value: Any) -> Any:
         try:
             coerced = coerce(value)
         except Exception:
-            return _SLOW
+            raise _Slow from None
         if coerced is None or coerced is Undefined:
-            return _SLOW
+            raise _Slow
         return coerced
+
+    def _object(self, plain: _Plain, source: Any) -> dict[str, Any]:
+        is_type_of = plain.is_type_of
+        if is_type_of is not None:
+            # Strawberry's own ``is_type_of`` is an isinstance check that ignores ``info``.
+            try:
+                matches = is_type_of(source, None)
+            except Exception:
+                raise _Slow from None
+            if matches is not True:
+                raise _Slow
+        value = self._value
+        return {sub.response_key: value(sub, source) for sub in plain.plan}
 
     def execute_fields(
         self,
@@ -204,15 +289,17 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
         results: dict[str, Any] = {}
         is_awaitable = self.is_awaitable
         awaitable_fields: list[str] = []
+        value = self._value
         try:
             for plain, (response_name, field_details_list) in zip(
                 plan, grouped_field_set.items(), strict=True
             ):
                 if plain is not None:
-                    value = self._value(plain, source_value)
-                    if value is not _SLOW:
-                        results[response_name] = value
+                    try:
+                        results[response_name] = value(plain, source_value)
                         continue
+                    except _Slow:
+                        pass
                 field_path = Path(path, response_name, parent_type.name)
                 result = self.execute_field(
                     parent_type, source_value, field_details_list, field_path, position_context

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import asyncio
 
-from strawberry.dataloader import DataLoader
-
 from gateway.graph.context import Context
+from gateway.graph.dataloader import Loader
 from gateway.mail.store import MailStore
 
 
-def unread_counts_loader(context: Context) -> DataLoader[str, dict[str, int]]:
+def unread_counts_loader(context: Context) -> Loader[str, dict[str, int]]:
     """A user's unread counters by label: one read of their counter partition per request."""
     store = context.store(MailStore)
 
     async def load(logins: list[str]) -> list[dict[str, int]]:
         return list(await asyncio.gather(*(store.unread_counts(login) for login in logins)))
 
-    return DataLoader(load_fn=load)
+    return Loader(load_fn=load)

@@ -16,6 +16,7 @@ from gateway.graph.context import Context, context_of
 from gateway.graph.cost import max_items
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.plain_fields import plain_reader
 from gateway.graph.selection import selects
 from gateway.mail import rules
 from gateway.mail.links import DownloadLinks, SignedLink
@@ -32,7 +33,15 @@ from gateway.mail.store import MailStore
 from gateway.mail.uploads import MAX_FILES
 from gateway.ratelimit.policy import Limit
 from gateway.users.loaders import user_loader
-from gateway.users.schema import Prefetched, User, load_users, prefetched_user, require_user, users_by_login
+from gateway.users.schema import (
+    Prefetched,
+    User,
+    load_users,
+    prefetched_user,
+    read_prefetched,
+    require_user,
+    users_by_login,
+)
 
 EMAILS_PAGE = 50
 
@@ -101,7 +110,11 @@ class EmailSummary:
     #: Senders prefetched by the page resolver; None: not prefetched.
     _senders: strawberry.Private[Prefetched] = None
 
-    @strawberry.field(name="from", graphql_type=User)
+    @strawberry.field(
+        name="from",
+        graphql_type=User,
+        metadata=plain_reader(lambda e: read_prefetched(e._senders, e._sender)),
+    )
     def from_(self, info: Info) -> User | Awaitable[User]:
         return prefetched_user(info, self._senders, self._sender)
 

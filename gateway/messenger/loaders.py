@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from strawberry.dataloader import DataLoader
-
 from gateway.db.session import IN_CHUNK
 from gateway.graph.context import Context
+from gateway.graph.dataloader import Loader
 from gateway.messenger.model import PartnerRecord
 from gateway.messenger.store import MessengerStore
 
@@ -15,7 +14,7 @@ PartnerKey = tuple[str, str]
 """(owner, partner)"""
 
 
-def partner_loader(context: Context) -> DataLoader[PartnerKey, PartnerRecord]:
+def partner_loader(context: Context) -> Loader[PartnerKey, PartnerRecord]:
     """Rows by (owner, partner): one read of each owner's partition per batch of up to ``IN_CHUNK``."""
     store = context.store(MessengerStore)
 
@@ -29,4 +28,4 @@ def partner_loader(context: Context) -> DataLoader[PartnerKey, PartnerRecord]:
                 found[(owner, partner)] = record
         return [found[key] for key in keys]
 
-    return DataLoader(load_fn=load, max_batch_size=IN_CHUNK)
+    return Loader(load_fn=load, max_batch_size=IN_CHUNK)

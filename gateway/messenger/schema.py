@@ -13,6 +13,7 @@ from gateway.errors import NotFound
 from gateway.graph.context import Context, context_of
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, Edge, PageInfo, decode_position, page_size, position_cursor
+from gateway.graph.plain_fields import plain_reader
 from gateway.graph.selection import selects
 from gateway.messenger import rules
 from gateway.messenger.cursors import edges_by_recency, spot_cursor, spot_position
@@ -28,6 +29,7 @@ from gateway.users.schema import (
     User,
     prefetched_user,
     prefetched_user_or_none,
+    read_prefetched,
     require_user,
     users_by_login,
 )
@@ -69,11 +71,15 @@ class DirectMessage:
     # graphql-core awaits: a page resolved from prefetched users needs no
     # awaitable per message.
 
-    @strawberry.field(graphql_type=User)
+    @strawberry.field(
+        graphql_type=User, metadata=plain_reader(lambda m: read_prefetched(m._users, m._record.sender))
+    )
     def sender(self, info: Info) -> User | Awaitable[User]:
         return prefetched_user(info, self._users, self._record.sender)
 
-    @strawberry.field(graphql_type=User)
+    @strawberry.field(
+        graphql_type=User, metadata=plain_reader(lambda m: read_prefetched(m._users, m._record.recipient))
+    )
     def recipient(self, info: Info) -> User | Awaitable[User]:
         return prefetched_user(info, self._users, self._record.recipient)
 
@@ -156,14 +162,23 @@ class TalkPartner(Node):
         last = self._record.last_message
         return prefetched_user_or_none(info, self._users, last.sender if last else None)
 
-    partner: User | Awaitable[User] = strawberry.field(resolver=_partner, graphql_type=User)
+    partner: User | Awaitable[User] = strawberry.field(
+        resolver=_partner,
+        graphql_type=User,
+        metadata=plain_reader(lambda p: read_prefetched(p._users, p._record.partner)),
+    )
     last_message: str | None
     last_message_at: datetime | None
     last_message_id: strawberry.ID | None
     last_message_sender: User | Awaitable[User | None] | None = strawberry.field(
         resolver=_last_message_sender,
         graphql_type=User | None,
-        description="Who wrote the last message (you or the partner)."
+        description="Who wrote the last message (you or the partner).",
+        metadata=plain_reader(
+            lambda p: read_prefetched(
+                p._users, p._record.last_message.sender if p._record.last_message else None
+            )
+        ),
     )
     unread_count: int = strawberry.field(description="Messages from the partner you have not read.")
     unread_since: datetime | None = strawberry.field(

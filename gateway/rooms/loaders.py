@@ -14,10 +14,9 @@ import asyncio
 from dataclasses import dataclass
 from uuid import UUID
 
-from strawberry.dataloader import DataLoader
-
 from gateway.db.session import IN_CHUNK
 from gateway.graph.context import Context
+from gateway.graph.dataloader import Loader
 from gateway.rooms.members import MemberStore, UserRoom
 from gateway.rooms.store import RoomRecord, RoomStore
 
@@ -32,27 +31,27 @@ class UserRoomsPage:
     has_next: bool
 
 
-def room_loader(context: Context) -> DataLoader[str, RoomRecord | None]:
+def room_loader(context: Context) -> Loader[str, RoomRecord | None]:
     store = context.store(RoomStore)
 
     async def load(names: list[str]) -> list[RoomRecord | None]:
         found = await store.get_many(names)
         return [found.get(name) for name in names]
 
-    return DataLoader(load_fn=load, max_batch_size=IN_CHUNK)
+    return Loader(load_fn=load, max_batch_size=IN_CHUNK)
 
 
-def participant_count_loader(context: Context) -> DataLoader[UUID, int]:
+def participant_count_loader(context: Context) -> Loader[UUID, int]:
     store = context.store(MemberStore)
 
     async def load(room_ids: list[UUID]) -> list[int]:
         counts = await store.counts(room_ids)
         return [max(counts.get(room_id, 0), 0) for room_id in room_ids]
 
-    return DataLoader(load_fn=load, max_batch_size=IN_CHUNK)
+    return Loader(load_fn=load, max_batch_size=IN_CHUNK)
 
 
-def user_rooms_loader(context: Context) -> DataLoader[UserRoomsKey, UserRoomsPage]:
+def user_rooms_loader(context: Context) -> Loader[UserRoomsKey, UserRoomsPage]:
     members = context.store(MemberStore)
     rooms = context.loader(room_loader)
 
@@ -76,4 +75,4 @@ def user_rooms_loader(context: Context) -> DataLoader[UserRoomsKey, UserRoomsPag
         members.repair_later(stale)
         return pages
 
-    return DataLoader(load_fn=load)
+    return Loader(load_fn=load)

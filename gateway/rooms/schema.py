@@ -17,6 +17,7 @@ from gateway.graph.pagination import (
     page_size,
     position_cursor,
 )
+from gateway.graph.plain_fields import plain_reader
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
 from gateway.rooms import rules
@@ -39,6 +40,7 @@ from gateway.users.schema import (
     User,
     prefetched_user,
     prefetched_user_or_none,
+    read_prefetched,
     users_by_login,
 )
 
@@ -69,7 +71,11 @@ class Room(Node):
     name: str
     banner: str | None
     created_at: datetime
-    creator: User | Awaitable[User] = strawberry.field(resolver=_creator, graphql_type=User)
+    creator: User | Awaitable[User] = strawberry.field(
+        resolver=_creator,
+        graphql_type=User,
+        metadata=plain_reader(lambda r: read_prefetched(r._users, r._record.creator_login)),
+    )
     _record: strawberry.Private[RoomRecord]
     #: Users prefetched by ``list_of``.
     _users: strawberry.Private[Prefetched] = None
@@ -167,7 +173,11 @@ class RoomMessage:
             _authors=authors,
         )
 
-    @strawberry.field(description="Null for system messages.", graphql_type=User | None)
+    @strawberry.field(
+        description="Null for system messages.",
+        graphql_type=User | None,
+        metadata=plain_reader(lambda m: read_prefetched(m._authors, m._author_login)),
+    )
     def author(self, info: Info) -> User | Awaitable[User | None] | None:
         return prefetched_user_or_none(info, self._authors, self._author_login)
 

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from strawberry.dataloader import DataLoader
-
 from gateway.db.session import IN_CHUNK
 from gateway.graph.context import Context
+from gateway.graph.dataloader import Loader
 from gateway.users.store import UserRecord, UserStore
 
 
-def user_loader(context: Context) -> DataLoader[str, UserRecord | None]:
+def user_loader(context: Context) -> Loader[str, UserRecord | None]:
     store = context.store(UserStore)
 
     async def load(logins: list[str]) -> list[UserRecord | None]:
         found = await store.get_many(logins)
         return [found.get(login) for login in logins]
 
-    return DataLoader(load_fn=load, max_batch_size=IN_CHUNK)
+    return Loader(load_fn=load, max_batch_size=IN_CHUNK)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import strawberry
 from strawberry.types import Info
@@ -12,6 +13,7 @@ from gateway.errors import NotFound
 from gateway.graph import validation
 from gateway.graph.context import Context, context_of
 from gateway.graph.node import Node, global_id
+from gateway.graph.plain_fields import NOT_READ
 from gateway.ratelimit.policy import Limit
 from gateway.users import rules
 from gateway.users.loaders import user_loader
@@ -103,6 +105,17 @@ def prefetched_user(info: Info, prefetched: Prefetched, login: str) -> User | Aw
     if prefetched is not None and login in prefetched:
         return prefetched[login]
     return require_user(info, login)
+
+
+def read_prefetched(prefetched: Prefetched, login: str | None) -> Any:
+    """What ``prefetched_user_or_none`` (or, with a login, ``prefetched_user``) returns
+    when that needs no loading, else ``NOT_READ``: the plain reader of a user field
+    (``gateway/graph/plain_fields.py``)."""
+    if login is None:
+        return None
+    if prefetched is not None and login in prefetched:
+        return prefetched[login]
+    return NOT_READ
 
 
 def prefetched_user_or_none(
