@@ -25,6 +25,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.profile import profiling
 from gateway.db.migrations import drop_keyspace
 from gateway.db.session import Database, RequestMetrics, measuring
 from gateway.ratelimit.policy import Limit
@@ -240,7 +241,8 @@ async def measure(
     gateway_cpu = servers_cpu()
     local_cpu = time.process_time()
     started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    with profiling(_servers[0] if _servers and name.startswith("gateway") else None, name):
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
     local_cpu = time.process_time() - local_cpu
     gateway_cpu = servers_cpu() - gateway_cpu
