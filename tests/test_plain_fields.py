@@ -134,10 +134,13 @@ class Box(Named):
     def _read_holder(self) -> Any:
         return NOT_READ if self._prefetched is None else self._prefetched
 
-    @strawberry.field(graphql_type=Holder | None, metadata=plain_reader(lambda box: box._read_holder()))
-    def read_holder(self) -> Any:
+    def _resolve_holder(self) -> Holder | None:
         resolver_calls["holder"] += 1
         return self._prefetched if self._prefetched is not None else Holder(login="loaded", rank=None)
+
+    read_holder: Holder | None = strawberry.field(
+        resolver=_resolve_holder, metadata=plain_reader(lambda box: box._read_holder())
+    )
 
 
 def _box(n: int, **odd: Any) -> Box:
