@@ -30,7 +30,8 @@ COMMENTS_PAGE = 50
 
 
 def _known(value: Any) -> Any:
-    """A post's plain reader: the value it was built with, or NOT_READ when not prefetched."""
+    """The value a post was built with, or NOT_READ when it was not prefetched: what its
+    fields' resolvers answer with first, and their plain reader."""
     return NOT_READ if value is None else value
 
 
@@ -133,9 +134,8 @@ class Post(Node):
 
     @strawberry.field(graphql_type=str, metadata=plain_reader(lambda p: _known(p._body)))
     def body(self, info: Info) -> str | Awaitable[str]:
-        if self._body is not None:
-            return self._body
-        return self._load_body(info)
+        known = _known(self._body)
+        return self._load_body(info) if known is NOT_READ else known
 
     async def _load_body(self, info: Info) -> str:
         record = await context_of(info).loader(post_loader).load(self.slug)
@@ -144,15 +144,13 @@ class Post(Node):
 
     @strawberry.field(graphql_type=User, metadata=plain_reader(lambda p: _known(p._author_user)))
     def author(self, info: Info) -> User | Awaitable[User]:
-        if self._author_user is not None:
-            return self._author_user
-        return require_user(info, self._author)
+        known = _known(self._author_user)
+        return require_user(info, self._author) if known is NOT_READ else known
 
     @strawberry.field(graphql_type=int, metadata=plain_reader(lambda p: _known(p._comment_count)))
     def comment_count(self, info: Info) -> int | Awaitable[int]:
-        if self._comment_count is not None:
-            return self._comment_count
-        return context_of(info).loader(comment_count_loader).load(self.slug)
+        known = _known(self._comment_count)
+        return context_of(info).loader(comment_count_loader).load(self.slug) if known is NOT_READ else known
 
     @strawberry.field(description="Oldest first.")
     async def comments(

@@ -100,17 +100,12 @@ Prefetched = Mapping[str, User] | None
 # resolver declares its GraphQL type with ``graphql_type=``.
 
 
-def prefetched_user(info: Info, prefetched: Prefetched, login: str) -> User | Awaitable[User]:
-    """``login``'s user, which must exist: from ``prefetched``, or loaded."""
-    if prefetched is not None and login in prefetched:
-        return prefetched[login]
-    return require_user(info, login)
-
-
 def read_prefetched(prefetched: Prefetched, login: str | None) -> Any:
-    """What ``prefetched_user_or_none`` (or, with a login, ``prefetched_user``) returns
-    when that needs no loading, else ``NOT_READ``: the plain reader of a user field
-    (``gateway/graph/plain_fields.py``)."""
+    """``login``'s user when it needs no loading (None without a login), else ``NOT_READ``.
+
+    The user resolvers below answer with it first, and the same function is their plain
+    reader (``gateway/graph/plain_fields.py``), so the fast path reads exactly what the
+    resolver returns."""
     if login is None:
         return None
     if prefetched is not None and login in prefetched:
@@ -118,15 +113,18 @@ def read_prefetched(prefetched: Prefetched, login: str | None) -> Any:
     return NOT_READ
 
 
+def prefetched_user(info: Info, prefetched: Prefetched, login: str) -> User | Awaitable[User]:
+    """``login``'s user, which must exist: from ``prefetched``, or loaded."""
+    found = read_prefetched(prefetched, login)
+    return require_user(info, login) if found is NOT_READ else found
+
+
 def prefetched_user_or_none(
     info: Info, prefetched: Prefetched, login: str | None
 ) -> User | Awaitable[User | None] | None:
     """``login``'s user (None without a login or a user): from ``prefetched``, or loaded."""
-    if login is None:
-        return None
-    if prefetched is not None and login in prefetched:
-        return prefetched[login]
-    return load_user(info, login)
+    found = read_prefetched(prefetched, login)
+    return load_user(info, login) if found is NOT_READ and login is not None else found
 
 
 def prefetched_users(
