@@ -4,8 +4,9 @@
 a child process (``bench/serve.py``) on a free loopback port over a throwaway
 keyspace, and yields a :class:`Target` with a plain aiohttp client for GraphQL
 calls and a ``Database`` of this process, on the same keyspace, for the
-raw-driver baseline. ``measure()`` runs a bounded number of calls at a given
-concurrency and returns requests/s, p50, p99 and CQL statements per request.
+raw-driver baseline; both do their Cassandra I/O as ``CASSANDRA_IO`` says.
+``measure()`` runs a bounded number of calls at a given concurrency and returns
+requests/s, p50, p99 and CQL statements per request.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
             async with aiohttp.ClientSession(connector=connector) as http:
                 base = f"http://127.0.0.1:{settings.port}"
                 await _wait_ready(http, base, server)
-                await asyncio.to_thread(db.connect)
+                await db.open()
                 db.use_keyspace(settings.keyspace)
                 yield Target(f"{base}/graphql", http, db, settings)
     finally:

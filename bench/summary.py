@@ -9,6 +9,7 @@ listed with the driver columns empty.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -33,8 +34,10 @@ def pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, An
 def main() -> None:
     with open(sys.argv[1]) as source:
         rows = [json.loads(line) for line in source if line.strip()]
+    io = os.environ.get("CASSANDRA_IO") or "loop"
+    print(f"\nCassandra I/O of gateway and driver alike: {io} (CASSANDRA_IO)")
     print(
-        f"\n{'case':<48} {'gw_rps':>7} {'drv_rps':>7} {'ratio':>6} {'gw_p99':>7} {'drv_p99':>7}"
+        f"{'case':<48} {'gw_rps':>7} {'drv_rps':>7} {'ratio':>6} {'gw_p99':>7} {'drv_p99':>7}"
         f" {'stmts':>5} {'gw_cpu/1k':>9} {'drv_cpu/1k':>10}"
     )
     for gateway, driver in pairs(rows):

@@ -119,7 +119,7 @@ async def _connect(app: web.Application) -> None:
     while True:
         try:
             if not db.connected:
-                await asyncio.to_thread(db.connect)
+                await db.open()
             await asyncio.to_thread(migrate, db, services.settings.keyspace)
             app[READY].set()
             log.info("connected to Cassandra, keyspace %s", services.settings.keyspace)

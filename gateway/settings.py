@@ -111,6 +111,9 @@ class Settings:
     # Consistency of every statement, and of the Paxos phase of lightweight transactions.
     consistency: str = "LOCAL_QUORUM"
     serial_consistency: str = "LOCAL_SERIAL"
+    # Where the served gateway's Cassandra sockets are read and written: "loop" (its event
+    # loop) or "thread" (the driver's own I/O thread, libev).
+    cassandra_io: str = "loop"
     # Embedded node
     cassandra_home: Path = field(default_factory=_default_cassandra_home)
     cassandra_heap: str = "1G"
@@ -260,6 +263,7 @@ class Settings:
             connect_timeout=_env_float("CASSANDRA_CONNECT_TIMEOUT", cls.connect_timeout),
             consistency=_env("CASSANDRA_CONSISTENCY", cls.consistency).upper(),
             serial_consistency=_env("CASSANDRA_SERIAL_CONSISTENCY", cls.serial_consistency).upper(),
+            cassandra_io=_env("CASSANDRA_IO", cls.cassandra_io).lower(),
             cassandra_home=Path(_env("GATEWAY_CASSANDRA_HOME", str(_default_cassandra_home()))),
             cassandra_heap=_env("GATEWAY_CASSANDRA_HEAP", cls.cassandra_heap),
             cassandra_ring_heap=_env("GATEWAY_CASSANDRA_RING_HEAP", cls.cassandra_ring_heap),
@@ -419,6 +423,9 @@ class Settings:
         if self.serial_consistency not in SERIAL_CONSISTENCY_LEVELS:
             name = "CASSANDRA_SERIAL_CONSISTENCY"
             problems.append((name, f"{name} must be LOCAL_SERIAL or SERIAL, got {self.serial_consistency!r}"))
+        if self.cassandra_io not in {"loop", "thread"}:
+            name = "CASSANDRA_IO"
+            problems.append((name, f"{name} must be 'loop' or 'thread', got {self.cassandra_io!r}"))
         if self.drain_seconds < 0:
             name = "GATEWAY_DRAIN_SECONDS"
             problems.append((name, f"{name} must be 0 or more, got {self.drain_seconds}"))

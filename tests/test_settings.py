@@ -27,6 +27,7 @@ from tests.cli import run_cli
         ("GATEWAY_TRUSTED_PROXIES", "10.0.0.1,x", "GATEWAY_TRUSTED_PROXIES: not an IP address or CIDR: 'x'"),
         ("GATEWAY_PASSWORD_QUEUE", "-1", "GATEWAY_PASSWORD_QUEUE must be 0 or more, got -1"),
         ("CONTACTS_IDENTITY_PEPPER", "", "CONTACTS_IDENTITY_PEPPER must be set to a secret of your own"),
+        ("CASSANDRA_IO", "epoll", "CASSANDRA_IO must be 'loop' or 'thread', got 'epoll'"),
         ("CASSANDRA_CONSISTENCY", "most", "CASSANDRA_CONSISTENCY must be one of ONE, TWO, THREE, QUORUM"),
         (
             "CASSANDRA_SERIAL_CONSISTENCY",

@@ -3,7 +3,10 @@
 - Statements are prepared once per process, on first use (in a worker thread, so
   the event loop never blocks), and cached by their CQL text.
 - Rows come back as dicts (``dict_factory``), far cheaper than named tuples.
-- ``execute_async`` is bridged to asyncio with ``add_callbacks`` and
+- ``execute_async`` is bridged to asyncio with ``add_callbacks``. The served
+  gateway's connections live on its event loop (:mod:`gateway.db.loop_io`), so
+  a result settles its future directly; with the driver's own I/O thread
+  (``CASSANDRA_IO=thread``, the command-line tools) it goes through
   ``loop.call_soon_threadsafe``.
 - The driver's "cannot answer now" errors become :class:`CassandraUnavailable`,
   which the GraphQL layer reports as ``UNAVAILABLE``.
@@ -17,6 +20,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -31,7 +35,7 @@ from cassandra.cluster import (
     NoHostAvailable,
     Session,
 )
-from cassandra.connection import ConnectionException
+from cassandra.connection import Connection, ConnectionException, ConnectionShutdown
 from cassandra.policies import (
     DCAwareRoundRobinPolicy,
     ExponentialReconnectionPolicy,
@@ -40,6 +44,7 @@ from cassandra.policies import (
 from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessage
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, dict_factory
 
+from gateway.db.loop_io import LoopConnection
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -141,6 +146,7 @@ class Database:
         self._session: Session | None = None
         self._prepared: dict[str, PreparedStatement] = {}
         self._preparing: dict[str, asyncio.Future[PreparedStatement]] = {}
+        self._in_flight: set[asyncio.Future[Result]] = set()
         self.keyspace: str | None = None
 
     # -- connecting ---------------------------------------------------------
@@ -155,8 +161,12 @@ class Database:
             raise CassandraUnavailable("not connected to Cassandra")
         return self._session
 
-    def connect(self) -> None:
-        """Open the cluster connection (blocking). Raises CassandraUnavailable."""
+    def connect(self, connection_class: type[Connection] | None = None) -> None:
+        """Open the cluster connection (blocking). Raises CassandraUnavailable.
+
+        ``connection_class``: the driver's connections by default (libev, on a
+        thread of their own); :meth:`LoopConnection.for_running_loop` serves them
+        on the event loop that awaits the results."""
         s = self.settings
         points = list(s.contact_points) or ["127.0.0.1"]
         policy = TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=s.local_dc))
@@ -183,6 +193,7 @@ class Database:
             reconnection_policy=ExponentialReconnectionPolicy(0.5, 5.0),
             idle_heartbeat_interval=5,
             idle_heartbeat_timeout=s.request_timeout,
+            **({"connection_class": connection_class} if connection_class is not None else {}),
         )
         try:
             session = cluster.connect()
@@ -191,6 +202,12 @@ class Database:
             raise CassandraUnavailable(f"cannot connect to Cassandra at {points}: {exc}") from exc
         self._cluster, self._session = cluster, session
 
+    async def open(self) -> None:
+        """Connect from a worker thread, the connections served on the running event
+        loop unless ``CASSANDRA_IO=thread``. Raises CassandraUnavailable."""
+        io = LoopConnection.for_running_loop() if self.settings.cassandra_io == "loop" else None
+        await asyncio.to_thread(self.connect, io)
+
     def use_keyspace(self, keyspace: str) -> None:
         """Statements are prepared against ``keyspace``: it travels with each PREPARE
         (protocol v5), instead of a session-wide ``USE`` that Cassandra 5 warns about."""
@@ -198,10 +215,16 @@ class Database:
         self._prepared.clear()
 
     def shutdown(self) -> None:
+        """Close the cluster (blocking). Statements still in flight end at once with
+        CassandraUnavailable: the driver would leave them to their request timeout."""
         cluster, self._cluster, self._session = self._cluster, None, None
         self._prepared.clear()
         if cluster is not None:
             cluster.shutdown()
+        closed = ConnectionShutdown("the Cassandra session was shut down")
+        for future in list(self._in_flight):
+            with contextlib.suppress(RuntimeError):  # its loop is closed: nobody awaits it
+                future.get_loop().call_soon_threadsafe(_settle, future, None, closed)
 
     # -- statements ---------------------------------------------------------
 
@@ -296,6 +319,7 @@ class Database:
         caller's references only.
         """
         loop = asyncio.get_running_loop()
+        loop_thread = threading.get_ident()
         future: asyncio.Future[Result] = loop.create_future()
         self._count()
         try:
@@ -308,17 +332,25 @@ class Database:
             if rows:
                 rows.clear()  # the request's own result list
             result = Result(page, response._paging_state if response.has_more_pages else None)
-            loop.call_soon_threadsafe(_settle, future, result, None)
+            if threading.get_ident() == loop_thread:
+                _settle(future, result, None)
+            else:
+                loop.call_soon_threadsafe(_settle, future, result, None)
 
         def reject(exc: BaseException) -> None:
-            loop.call_soon_threadsafe(_settle, future, None, exc)
+            if threading.get_ident() == loop_thread:
+                _settle(future, None, exc)
+            else:
+                loop.call_soon_threadsafe(_settle, future, None, exc)
 
         response.add_callbacks(resolve, reject)
+        self._in_flight.add(future)
         try:
             return await future
         except _UNAVAILABLE_ERRORS as exc:
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
         finally:
+            self._in_flight.discard(future)
             response.clear_callbacks()
             _release_values(statement)
 

@@ -1,0 +1,209 @@
+"""Cassandra connections on the gateway's event loop (``CASSANDRA_IO=loop``, the default).
+
+The driver still reaches these connections from its own threads (control
+connection, heartbeats, pool upkeep, its scheduler, ``Session.execute`` in
+worker threads): those calls must reach the loop, and the loop's answers must
+reach them, against the real node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import pytest
+from aiohttp import web
+
+from gateway.app import SERVICES
+from gateway.db.loop_io import LoopConnection
+from gateway.db.session import CassandraUnavailable, Database
+from gateway.settings import Settings
+from tests.tcp_proxy import TcpProxy
+
+USER = "SELECT login FROM users WHERE login = ?"
+TABLES = "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?"
+
+
+def _points(settings: Settings) -> tuple[str, ...]:
+    return settings.contact_points or ("127.0.0.1",)
+
+
+@pytest.fixture
+async def loop_db(base_settings: Settings, server: object) -> AsyncIterator[Database]:
+    db = Database(replace(base_settings, contact_points=_points(base_settings), cassandra_io="loop"))
+    await db.open()
+    db.use_keyspace(base_settings.keyspace)
+    yield db
+    await asyncio.to_thread(db.shutdown)
+
+
+def _connections(db: Database) -> list[LoopConnection]:
+    pools = db.session.get_pools()
+    return [connection for pool in pools for connection in pool.get_connections()]
+
+
+async def test_the_served_gateway_talks_to_cassandra_on_its_own_loop(app: web.Application) -> None:
+    db = app[SERVICES].db
+    connection_class = db.session.cluster.connection_class
+    assert issubclass(connection_class, LoopConnection)
+    assert connection_class.loop is asyncio.get_running_loop()
+    connections = _connections(db)
+    assert connections
+    assert all(isinstance(c, LoopConnection) and c._transport is not None for c in connections)
+    control = db.session.cluster.control_connection._connection
+    assert isinstance(control, LoopConnection)
+
+
+async def test_thread_io_is_the_drivers_own(base_settings: Settings, server: object) -> None:
+    db = Database(replace(base_settings, contact_points=_points(base_settings), cassandra_io="thread"))
+    await db.open()
+    db.use_keyspace(base_settings.keyspace)
+    try:
+        assert not issubclass(db.session.cluster.connection_class, LoopConnection)
+        assert (await db.execute(USER, ("nobody-at-all",))).rows == []
+    finally:
+        await asyncio.to_thread(db.shutdown)
+
+
+async def test_concurrent_statements_each_get_their_own_answer(
+    loop_db: Database, base_settings: Settings
+) -> None:
+    """400 statements in flight at once, over the loop connections' shared stream ids."""
+    keyspaces = ["system", "system_schema", base_settings.keyspace, "no_such_keyspace"] * 100
+    results = await asyncio.gather(*(loop_db.execute(TABLES, (name,)) for name in keyspaces))
+    expected: dict[str, list[str]] = {}
+    for name, result in zip(keyspaces, results, strict=True):
+        tables = sorted(row["table_name"] for row in result.rows)
+        assert tables == expected.setdefault(name, tables)
+    assert expected["no_such_keyspace"] == []
+    assert "users" in expected[base_settings.keyspace]
+    assert "tables" in expected["system_schema"]
+
+
+async def test_blocking_calls_from_worker_threads_share_the_loop_connections(
+    loop_db: Database, base_settings: Settings
+) -> None:
+    """The driver's synchronous API, used from threads (migrations, prepares), while the loop
+    sends statements of its own over the same connections."""
+    session = loop_db.session
+    loop_thread = threading.get_ident()
+
+    def blocking() -> list[str]:
+        assert threading.get_ident() != loop_thread
+        rows = session.execute(TABLES.replace("?", "%s"), (base_settings.keyspace,), timeout=10)
+        return sorted(row["table_name"] for row in rows)
+
+    threaded = asyncio.gather(*(asyncio.to_thread(blocking) for _ in range(16)))
+    on_loop = asyncio.gather(*(loop_db.execute(TABLES, (base_settings.keyspace,)) for _ in range(64)))
+    from_threads, results = await asyncio.gather(threaded, on_loop)
+    from_loop = [sorted(row["table_name"] for row in result.rows) for result in results]
+    assert all(tables == from_threads[0] for tables in from_threads + from_loop)
+    assert "users" in from_threads[0]
+
+
+async def test_an_unanswered_statement_times_out_on_the_loop_and_the_connection_carries_on(
+    base_settings: Settings, server: object
+) -> None:
+    proxy = TcpProxy("127.0.0.1", base_settings.cassandra_port)
+    await proxy.start()
+    db = Database(
+        replace(
+            base_settings,
+            contact_points=("127.0.0.1",),
+            cassandra_port=proxy.port,
+            request_timeout=1.0,
+            cassandra_io="loop",
+        )
+    )
+    await db.open()
+    db.use_keyspace(base_settings.keyspace)
+    try:
+        await db.execute(USER, ("nobody-at-all",))  # prepared while the network is fast
+        proxy.latency = 3.0
+        started = time.monotonic()
+        with pytest.raises(CassandraUnavailable, match=r"(?i)timed out|timeout"):
+            await db.execute(USER, ("nobody-at-all",))
+        assert 0.9 < time.monotonic() - started < 2.5  # the request timer fired, on time
+        proxy.latency = 0.0
+        deadline = time.monotonic() + 15
+        while True:  # the late answer is dropped; the same connections answer what comes next
+            try:
+                assert (await db.execute(USER, ("nobody-at-all",))).rows == []
+                break
+            except CassandraUnavailable:
+                assert time.monotonic() < deadline, "the connection never answered again"
+                await asyncio.sleep(0.5)
+    finally:
+        await asyncio.to_thread(db.shutdown)
+        await proxy.cut()
+
+
+@pytest.mark.parametrize("io", ["loop", "thread"])
+async def test_shutdown_ends_every_statement_in_flight(
+    base_settings: Settings, server: object, io: str
+) -> None:
+    """Closing the cluster while statements are in flight: each one ends at once with
+    UNAVAILABLE. (The driver alone leaves them to their request timeout: its retry on
+    another host goes to a scheduler that has stopped.)"""
+    proxy = TcpProxy("127.0.0.1", base_settings.cassandra_port)
+    await proxy.start()
+    db = Database(
+        replace(
+            base_settings,
+            contact_points=("127.0.0.1",),
+            cassandra_port=proxy.port,
+            request_timeout=30.0,
+            cassandra_io=io,
+        )
+    )
+    await db.open()
+    db.use_keyspace(base_settings.keyspace)
+    try:
+        await db.execute(USER, ("nobody-at-all",))
+        proxy.latency = 1.0
+        in_flight = [asyncio.ensure_future(db.execute(USER, ("nobody-at-all",))) for _ in range(20)]
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        await asyncio.to_thread(db.shutdown)
+        outcomes = await asyncio.wait_for(asyncio.gather(*in_flight, return_exceptions=True), timeout=10)
+        assert time.monotonic() - started < 10
+        assert all(isinstance(o, CassandraUnavailable) for o in outcomes), outcomes
+    finally:
+        if db.connected:
+            await asyncio.to_thread(db.shutdown)
+        await proxy.cut()
+
+
+async def test_a_connection_is_never_opened_on_the_loop_it_serves() -> None:
+    """Opening waits for the loop to attach the socket: on the loop itself that would hang it."""
+    connection_class = LoopConnection.for_running_loop()
+    with pytest.raises(RuntimeError, match="event loop it serves"):
+        connection_class("127.0.0.1")
+
+
+async def test_timers_started_and_cancelled_from_other_threads() -> None:
+    connection_class = LoopConnection.for_running_loop()
+    loop = asyncio.get_running_loop()
+    fired: list[str] = []
+    on_loop_thread = threading.get_ident()
+
+    def fire(name: str) -> None:
+        assert threading.get_ident() == on_loop_thread
+        fired.append(name)
+
+    def from_thread() -> None:
+        connection_class.create_timer(0.05, lambda: fire("kept"))
+        connection_class.create_timer(0.05, lambda: fire("cancelled")).cancel()
+        late = connection_class.create_timer(0.05, lambda: fire("cancelled later"))
+        time.sleep(0.01)
+        late.cancel()
+
+    await asyncio.to_thread(from_thread)
+    connection_class.create_timer(0.05, lambda: fire("on loop"))
+    connection_class.create_timer(0.05, lambda: fire("cancelled on loop")).cancel()
+    await asyncio.sleep(0.3)
+    assert sorted(fired) == ["kept", "on loop"]
+    assert loop.is_running()
