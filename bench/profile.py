@@ -6,7 +6,8 @@ holding the interpreter lock, so every sample is CPU spent in Python or in C
 called from it) while it is measured. The raw stacks go to
 ``<dir>/<case>.txt`` and a summary is printed under the case's row: the share of
 samples by layer (HTTP, Strawberry, graphql-core, the fast path, resolvers and
-stores, the driver's calls and its I/O thread) and the busiest frames.
+stores, the driver's calls, and its sockets on the event loop or its own I/O thread)
+and the busiest frames.
 
 py-spy attaches to another process: it needs root or ``CAP_SYS_PTRACE`` (or
 ``kernel.yama.ptrace_scope`` 0).
@@ -29,6 +30,7 @@ from pathlib import Path
 #: innermost frame that names one (the driver's I/O thread by its thread's root).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("driver: statements sent (Database, execute_async)", ("gateway/db/session.py",)),
+    ("driver: sockets on the loop (reads, decoding, writes)", ("gateway/db/loop_io.py", "cassandra/")),
     (
         "stores: rows to records",
         (

@@ -72,6 +72,8 @@ class LoopConnection(Connection):  # type: ignore[misc]  # the driver is untyped
             # Opening waits for the loop to attach the socket: on the loop that never happens.
             raise RuntimeError("a Cassandra connection cannot be opened on the event loop it serves")
         Connection.__init__(self, *args, **kwargs)
+        if self.ssl_context is not None:
+            raise ValueError("TLS to Cassandra needs the driver's own I/O thread (CASSANDRA_IO=thread)")
         self._connect_socket()
         self._socket.setblocking(False)
         attached = asyncio.run_coroutine_threadsafe(self._attach(), self.loop)

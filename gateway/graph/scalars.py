@@ -11,10 +11,14 @@ from strawberry.types.scalar import ScalarDefinition
 
 def serialize_datetime(value: datetime) -> str:
     """Naive values are UTC (the driver reads timestamps so): formatted as they are, with
-    one C-level ``isoformat``; aware values are converted first."""
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value.isoformat(timespec="milliseconds") + "Z"
+    one C-level ``isoformat``; UTC values (the stores' records) drop their "+00:00";
+    other aware values are converted first."""
+    zone = value.tzinfo
+    if zone is None:
+        return value.isoformat(timespec="milliseconds") + "Z"
+    if zone is UTC:
+        return value.isoformat(timespec="milliseconds")[:-6] + "Z"
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def parse_datetime(value: object) -> datetime:

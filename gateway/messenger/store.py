@@ -199,9 +199,8 @@ class MessengerStore:
     async def partners_among(self, owner: str, partners: Iterable[str]) -> dict[str, PartnerRecord]:
         """Rows of the given partners, from one read of ``owner``'s partition."""
         wanted = sorted(set(partners))
-        found = {name: PartnerRecord.empty(owner, name) for name in wanted}
         if not wanted:
-            return found
+            return {}
         result = await self.db.execute(
             f"SELECT {_PARTNER_COLUMNS} FROM talk_partners"
             " WHERE owner = ? AND row_kind = 0 AND partner IN ? LIMIT ?",
@@ -209,8 +208,11 @@ class MessengerStore:
             (owner, wanted, len(wanted)),
             fetch_size=len(wanted) + 1,
         )
-        for row in result.rows:
-            found[row["partner"]] = _partner(owner, row)
+        found = {row["partner"]: _partner(owner, row) for row in result.rows}
+        if len(found) < len(wanted):  # a partner without a row: an empty one
+            for name in wanted:
+                if name not in found:
+                    found[name] = PartnerRecord.empty(owner, name)
         return found
 
 
