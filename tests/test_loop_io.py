@@ -9,10 +9,12 @@ reach them, against the real node.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -38,6 +40,23 @@ async def loop_db(base_settings: Settings, server: object) -> AsyncIterator[Data
     db.use_keyspace(base_settings.keyspace)
     yield db
     await asyncio.to_thread(db.shutdown)
+
+
+@contextlib.asynccontextmanager
+async def _through_proxy(settings: Settings, **overrides: Any) -> AsyncIterator[tuple[Database, TcpProxy]]:
+    """A Database of its own whose every connection passes a TcpProxy the test slows down."""
+    proxy = TcpProxy("127.0.0.1", settings.cassandra_port)
+    await proxy.start()
+    db = Database(replace(settings, contact_points=("127.0.0.1",), cassandra_port=proxy.port, **overrides))
+    await db.open()
+    db.use_keyspace(settings.keyspace)
+    try:
+        await db.execute(USER, ("nobody-at-all",))  # prepared while the network is fast
+        yield db, proxy
+    finally:
+        if db.connected:
+            await asyncio.to_thread(db.shutdown)
+        await proxy.cut()
 
 
 def _connections(db: Database) -> list[LoopConnection]:
@@ -107,21 +126,7 @@ async def test_blocking_calls_from_worker_threads_share_the_loop_connections(
 async def test_an_unanswered_statement_times_out_on_the_loop_and_the_connection_carries_on(
     base_settings: Settings, server: object
 ) -> None:
-    proxy = TcpProxy("127.0.0.1", base_settings.cassandra_port)
-    await proxy.start()
-    db = Database(
-        replace(
-            base_settings,
-            contact_points=("127.0.0.1",),
-            cassandra_port=proxy.port,
-            request_timeout=1.0,
-            cassandra_io="loop",
-        )
-    )
-    await db.open()
-    db.use_keyspace(base_settings.keyspace)
-    try:
-        await db.execute(USER, ("nobody-at-all",))  # prepared while the network is fast
+    async with _through_proxy(base_settings, request_timeout=1.0, cassandra_io="loop") as (db, proxy):
         proxy.latency = 3.0
         started = time.monotonic()
         with pytest.raises(CassandraUnavailable, match=r"(?i)timed out|timeout"):
@@ -136,9 +141,6 @@ async def test_an_unanswered_statement_times_out_on_the_loop_and_the_connection_
             except CassandraUnavailable:
                 assert time.monotonic() < deadline, "the connection never answered again"
                 await asyncio.sleep(0.5)
-    finally:
-        await asyncio.to_thread(db.shutdown)
-        await proxy.cut()
 
 
 @pytest.mark.parametrize("io", ["loop", "thread"])
@@ -148,21 +150,7 @@ async def test_shutdown_ends_every_statement_in_flight(
     """Closing the cluster while statements are in flight: each one ends at once with
     UNAVAILABLE. (The driver alone leaves them to their request timeout: its retry on
     another host goes to a scheduler that has stopped.)"""
-    proxy = TcpProxy("127.0.0.1", base_settings.cassandra_port)
-    await proxy.start()
-    db = Database(
-        replace(
-            base_settings,
-            contact_points=("127.0.0.1",),
-            cassandra_port=proxy.port,
-            request_timeout=30.0,
-            cassandra_io=io,
-        )
-    )
-    await db.open()
-    db.use_keyspace(base_settings.keyspace)
-    try:
-        await db.execute(USER, ("nobody-at-all",))
+    async with _through_proxy(base_settings, request_timeout=30.0, cassandra_io=io) as (db, proxy):
         proxy.latency = 1.0
         in_flight = [asyncio.ensure_future(db.execute(USER, ("nobody-at-all",))) for _ in range(20)]
         await asyncio.sleep(0.2)
@@ -171,10 +159,6 @@ async def test_shutdown_ends_every_statement_in_flight(
         outcomes = await asyncio.wait_for(asyncio.gather(*in_flight, return_exceptions=True), timeout=10)
         assert time.monotonic() - started < 10
         assert all(isinstance(o, CassandraUnavailable) for o in outcomes), outcomes
-    finally:
-        if db.connected:
-            await asyncio.to_thread(db.shutdown)
-        await proxy.cut()
 
 
 async def test_a_connection_is_never_opened_on_the_loop_it_serves() -> None:
