@@ -1,7 +1,8 @@
 """Serve the gateway for a benchmark in its own process: ``python -m bench.serve '<settings json>'``.
 
 The load generator then runs in another process, as real clients would, instead
-of sharing one interpreter (and one GIL) with the server it measures.
+of sharing one interpreter (and one GIL) with the server it measures. It is
+served as ``gateway serve`` serves (``gateway.serve.run``), on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ import sys
 from dataclasses import fields, replace
 from pathlib import Path
 
-import uvloop
-from aiohttp import web
-
 from gateway.app import create_app
+from gateway.serve import run
 from gateway.settings import Settings
 
 
@@ -29,16 +28,9 @@ def main() -> None:
             overrides[name] = Path(value)
         elif name == "contact_points":
             overrides[name] = tuple(value)
-    settings = replace(Settings.from_env(), **overrides)
+    settings = replace(Settings.from_env(), **overrides, host="127.0.0.1")
     logging.basicConfig(level=logging.WARNING)
-    web.run_app(
-        create_app(settings),
-        host="127.0.0.1",
-        port=settings.port,
-        print=None,
-        access_log=None,
-        loop=uvloop.new_event_loop(),
-    )
+    run(create_app(settings), settings)
 
 
 if __name__ == "__main__":

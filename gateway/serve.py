@@ -3,11 +3,21 @@
 ``reuse_port`` sets SO_REUSEPORT, so several worker processes
 (``gateway/workers.py``) listen on the same port and the kernel spreads new
 connections over them.
+
+Once the app is ready, what is alive (modules, the schema, the driver's cluster
+metadata) is frozen out of the cyclic garbage collector's walks: before, each
+full collection walked all of it, 26 times in a benchmark run at about 50 ms
+each, 11% of the process's CPU, and each one a pause of every request in
+flight. The young generation's threshold is raised too: a page of rows
+allocates thousands of objects, which the default (700) collected several
+times per request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
 import signal
 
@@ -15,7 +25,7 @@ import uvloop
 from aiohttp import web
 from aiohttp.log import access_logger
 
-from gateway.app import DRAIN
+from gateway.app import DRAIN, READY
 from gateway.http.access_log import AccessLog
 from gateway.settings import Settings
 
@@ -23,6 +33,23 @@ log = logging.getLogger(__name__)
 
 #: Seconds left for aiohttp to end what the drain deadline did not finish.
 FINAL_SHUTDOWN_SECONDS = 1.0
+
+#: Allocations (less deallocations) between two collections of the young generation.
+GC_YOUNG_THRESHOLD = 10_000
+
+
+async def settle_heap_when_ready(app: web.Application) -> None:
+    """Freeze what is alive once the app is ready, and collect the young generation less often."""
+    await app[READY].wait()
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
+    log.info(
+        "ready: %d objects frozen out of garbage collection, young-generation threshold %d",
+        gc.get_freeze_count(),
+        GC_YOUNG_THRESHOLD,
+    )
 
 
 async def serve(app: web.Application, settings: Settings, *, reuse_port: bool = False) -> None:
@@ -37,11 +64,15 @@ async def serve(app: web.Application, settings: Settings, *, reuse_port: bool = 
     try:
         site = web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port or None)
         await site.start()
+        settling = asyncio.create_task(settle_heap_when_ready(app))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
+        settling.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await settling
         drain = app[DRAIN]
         drain.begin()
         log.info("stopping: no new connections; draining for at most %.0fs", settings.drain_seconds)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -61,9 +62,24 @@ async def two_workers(
         await gateway.process.wait()
 
 
+async def _settled_heaps(gateway: Gateway, count: int) -> list[str]:
+    """The lines of ``gateway.serve.settle_heap_when_ready``, once ``count`` processes logged one."""
+    for _ in range(WAIT * 20):
+        lines = [line for line in gateway.output().splitlines() if "frozen out of garbage collection" in line]
+        if len(lines) >= count:
+            return lines
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"fewer than {count} processes settled their heap:\n{gateway.output()}")
+
+
 async def test_two_workers_serve_one_port_and_stop_on_sigterm(two_workers: Gateway) -> None:
     pids = await _worker_pids(two_workers, 2)
     assert two_workers.process.pid not in pids
+    # Each worker, once ready, froze its start-up heap (schema, modules, cluster metadata).
+    settled = await _settled_heaps(two_workers, 2)
+    assert len(settled) == 2
+    frozen = [re.search(r"ready: (\d+) objects", line) for line in settled]
+    assert all(found and int(found[1]) > 10_000 for found in frozen), settled
     alice = await two_workers.api.sign_up("alice")
     assert alice.token
     assert await two_workers.stop(signal.SIGTERM) == 0, two_workers.output()
