@@ -18,12 +18,14 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from cassandra.cluster import ResponseFuture
 
 from gateway.app import SERVICES
-from gateway.db.loop_io import LoopConnection
+from gateway.db.loop_io import LoopConnection, LoopTimer
 from gateway.db.session import CassandraUnavailable, Database
 from gateway.settings import Settings
 from tests.tcp_proxy import TcpProxy
+from tests.test_heap import cyclic_garbage
 
 USER = "SELECT login FROM users WHERE login = ?"
 TABLES = "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?"
@@ -191,3 +193,13 @@ async def test_timers_started_and_cancelled_from_other_threads() -> None:
     await asyncio.sleep(0.3)
     assert sorted(fired) == ["kept", "on loop"]
     assert loop.is_running()
+
+
+async def test_a_settled_statement_leaves_no_cycle_behind(loop_db: Database) -> None:
+    """The request keeps its timer after it settles; the timer lets go of the request's
+    method, so the two are freed at once rather than by a garbage collection."""
+    await loop_db.execute(USER, ("nobody-at-all",))
+    with cyclic_garbage() as garbage:
+        for _ in range(50):
+            await loop_db.execute(USER, ("nobody-at-all",))
+    assert not [o for o in garbage if isinstance(o, ResponseFuture | LoopTimer)]

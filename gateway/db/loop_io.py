@@ -179,10 +179,14 @@ class LoopTimer:
     def _fire(self) -> None:
         if not self._cancelled:
             self._cancelled = True
-            self.callback()
+            callback, self.callback = self.callback, _spent
+            callback()
 
     def cancel(self) -> None:
         self._cancelled = True
+        # The request keeps its timer: dropping the callback (a method of the request)
+        # leaves no reference cycle for the garbage collector to find.
+        self.callback = _spent
         handle = self._handle
         if handle is None:
             return
@@ -204,3 +208,7 @@ class LoopTimer:
 
     def __lt__(self, other: LoopTimer) -> bool:
         return self.end < other.end
+
+
+def _spent() -> None:
+    """The callback of a timer that fired or was cancelled."""

@@ -311,11 +311,12 @@ class Database:
     async def _run(self, statement: Any, *, paging_state: bytes | None = None) -> Result:
         """Send a statement and await its first page.
 
-        A finished driver request sits in reference cycles (its timer, callbacks
-        and these closures) that keep the bound values and the rows alive until
-        the cyclic collector runs, often seconds and many megabytes later (a
-        25 MB attachment upload kept most of its chunks). Once the request is
-        settled its value and row lists are emptied, so memory follows the
+        A finished driver request can sit in reference cycles (with the driver's
+        own I/O thread, its timer's; a loop connection's timer lets go) that keep
+        the bound values and the rows alive until the cyclic collector runs,
+        often seconds and many megabytes later (a 25 MB attachment upload kept
+        most of its chunks). Once the request is settled its callbacks are
+        dropped and its value and row lists emptied, so memory follows the
         caller's references only.
         """
         loop = asyncio.get_running_loop()
