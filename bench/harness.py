@@ -4,7 +4,8 @@
 a child process (``bench/serve.py``) on a free loopback port over a throwaway
 keyspace, and yields a :class:`Target` with a plain aiohttp client for GraphQL
 calls and a ``Database`` of this process, on the same keyspace, for the
-raw-driver baseline; both do their Cassandra I/O as ``CASSANDRA_IO`` says.
+raw-driver baseline; both do their Cassandra I/O as ``CASSANDRA_IO`` says, or
+the baseline as ``BENCH_BASELINE_IO`` says (``thread``: the driver as it ships).
 ``measure()`` runs a bounded number of calls at a given concurrency and returns
 requests/s, p50, p99 and CQL statements per request.
 """
@@ -170,7 +171,7 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
     server = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.serve", json.dumps(overrides, default=str)
     )
-    db = Database(settings)
+    db = Database(replace(settings, cassandra_io=baseline_io(settings)))
     connector = aiohttp.TCPConnector(limit=256)
     try:
         with serving(server.pid):
@@ -186,6 +187,14 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
         if db.connected:
             await asyncio.to_thread(drop_keyspace, db, settings.keyspace)
             await asyncio.to_thread(db.shutdown)
+
+
+def baseline_io(settings: Settings) -> str:
+    """Where the raw-driver baseline does its Cassandra I/O: ``BENCH_BASELINE_IO``, or as the gateway."""
+    io = os.environ.get("BENCH_BASELINE_IO") or settings.cassandra_io
+    if io not in ("loop", "thread"):
+        raise SystemExit(f"BENCH_BASELINE_IO must be 'loop' or 'thread', got {io!r}")
+    return io
 
 
 async def _wait_ready(http: aiohttp.ClientSession, base: str, server: asyncio.subprocess.Process) -> None:

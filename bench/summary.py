@@ -35,7 +35,8 @@ def main() -> None:
     with open(sys.argv[1]) as source:
         rows = [json.loads(line) for line in source if line.strip()]
     io = os.environ.get("CASSANDRA_IO") or "loop"
-    print(f"\nCassandra I/O of gateway and driver alike: {io} (CASSANDRA_IO)")
+    baseline = os.environ.get("BENCH_BASELINE_IO") or io
+    print(f"\nCassandra I/O: gateway {io} (CASSANDRA_IO), driver baseline {baseline} (BENCH_BASELINE_IO)")
     print(
         f"{'case':<48} {'gw_rps':>7} {'drv_rps':>7} {'ratio':>6} {'gw_p99':>7} {'drv_p99':>7}"
         f" {'stmts':>5} {'gw_cpu/1k':>9} {'drv_cpu/1k':>10}"
