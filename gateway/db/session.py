@@ -328,21 +328,20 @@ class Database:
         except _UNAVAILABLE_ERRORS as exc:
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
 
+        def settle(result: Result | None, exc: BaseException | None) -> None:
+            if threading.get_ident() == loop_thread:  # a loop connection's answer
+                _settle(future, result, exc)
+            else:
+                loop.call_soon_threadsafe(_settle, future, result, exc)
+
         def resolve(rows: list[Row]) -> None:
             page = list(rows or ())
             if rows:
                 rows.clear()  # the request's own result list
-            result = Result(page, response._paging_state if response.has_more_pages else None)
-            if threading.get_ident() == loop_thread:
-                _settle(future, result, None)
-            else:
-                loop.call_soon_threadsafe(_settle, future, result, None)
+            settle(Result(page, response._paging_state if response.has_more_pages else None), None)
 
         def reject(exc: BaseException) -> None:
-            if threading.get_ident() == loop_thread:
-                _settle(future, None, exc)
-            else:
-                loop.call_soon_threadsafe(_settle, future, None, exc)
+            settle(None, exc)
 
         response.add_callbacks(resolve, reject)
         self._in_flight.add(future)
