@@ -287,6 +287,10 @@ async def _body(
 
 #: Unexpected errors name their request (a random id per request): the one part that differs.
 _REQUEST_ID = re.compile(rb"[0-9a-f]{32}")
+#: In a document whose root fields load through one DataLoader (users, for posts' authors and
+#: talk partners), whether their keys share a batch depends on when each field's earlier reads
+#: answer: its statement count is left out of the comparison, its data and errors are not.
+_STATEMENTS = re.compile(rb'"statements":[0-9]+')
 
 
 async def _differences(
@@ -297,6 +301,8 @@ async def _differences(
         for query, variables in corpus:
             got = _REQUEST_ID.sub(b"<request id>", await _body(http, fast, query, variables, token))
             want = _REQUEST_ID.sub(b"<request id>", await _body(http, reference, query, variables, token))
+            if query in SHARED_BATCHES:
+                got, want = _STATEMENTS.sub(b"<statements>", got), _STATEMENTS.sub(b"<statements>", want)
             if got != want:
                 differences.append((query, got, want))
     return differences
@@ -352,6 +358,12 @@ async def test_object_subtrees_are_read_in_place(base_settings: Settings) -> Non
     assert paths == [["nullableBoxes", 2, "strictHolder"], ["nullableBoxes", 5, "inner"]]
 
 
+POSTS_AND_PARTNERS = """{ posts(first: 10) { nodes { slug body commentCount author { login } } }
+  me { talkPartners(first: 5) { nodes { partner { login } lastMessageSender { login }
+  conversation { id } } } } }"""
+SHARED_BATCHES = {POSTS_AND_PARTNERS}
+
+
 def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | None]]:
     return [
         (
@@ -379,12 +391,7 @@ def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | 
             None,
         ),
         ("{ me { user { login email l2: login __typename } } }", None),
-        (
-            """{ posts(first: 10) { nodes { slug body commentCount author { login } } }
-              me { talkPartners(first: 5) { nodes { partner { login } lastMessageSender { login }
-              conversation { id } } } } }""",
-            None,
-        ),
+        (POSTS_AND_PARTNERS, None),
         ("query($n: String!) { room(name: $n) { creator { login firstname } } }", {"n": room}),
         ("query($l: String!) { user(login: $l) { login firstname lastname } }", {"l": partner}),
     ]
