@@ -47,6 +47,8 @@ MAX_CLEANUP_TASKS = 64
 CLEANUP_BATCH = 50
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = _EPOCH.replace(tzinfo=None)
+_MILLISECOND = timedelta(milliseconds=1)
 
 INSERT_ROW = (
     "INSERT INTO talk_partners_by_activity (owner, slot, partner) VALUES (?, ?, ?) USING TIMESTAMP ?"
@@ -76,8 +78,7 @@ def slot_time(slot: int) -> datetime:
 
 def slot_of_row(value: datetime) -> int:
     """A ``timestamp`` cell as ms since the epoch (the driver returns naive UTC)."""
-    aware = value if value.tzinfo else value.replace(tzinfo=UTC)
-    return (aware - _EPOCH) // timedelta(milliseconds=1)
+    return (value - (_EPOCH if value.tzinfo else _NAIVE_EPOCH)) // _MILLISECOND
 
 
 class ActivityIndex:
