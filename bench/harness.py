@@ -212,6 +212,20 @@ async def _wait_ready(http: aiohttp.ClientSession, base: str, server: asyncio.su
     raise RuntimeError("the gateway under test did not become ready")
 
 
+async def in_parallel(count: int, work: Callable[[int], Awaitable[object]], concurrency: int) -> None:
+    """``work(0) .. work(count - 1)``, ``concurrency`` at a time."""
+    next_index = 0
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < count:
+            index = next_index
+            next_index += 1
+            await work(index)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
 async def measure(
     name: str,
     call: Callable[[int], Awaitable[dict[str, Any] | RequestMetrics | None]],
@@ -230,29 +244,24 @@ async def measure(
     latencies: list[float] = []
     statements: list[int] = []
     retries: list[int] = []
-    next_index = 0
 
-    async def worker() -> None:
-        nonlocal next_index
-        while next_index < requests:
-            index = next_index
-            next_index += 1
-            started = time.perf_counter()
-            outcome = await call(index)
-            latencies.append((time.perf_counter() - started) * 1000)
-            if isinstance(outcome, RequestMetrics):
-                statements.append(outcome.statements)
-                retries.append(outcome.lwt_retries)
-            elif isinstance(outcome, dict) and "extensions" in outcome:
-                cql = outcome["extensions"]["cql"]
-                statements.append(cql["statements"])
-                retries.append(cql["lwtRetries"])
+    async def timed(index: int) -> None:
+        started = time.perf_counter()
+        outcome = await call(index)
+        latencies.append((time.perf_counter() - started) * 1000)
+        if isinstance(outcome, RequestMetrics):
+            statements.append(outcome.statements)
+            retries.append(outcome.lwt_retries)
+        elif isinstance(outcome, dict) and "extensions" in outcome:
+            cql = outcome["extensions"]["cql"]
+            statements.append(cql["statements"])
+            retries.append(cql["lwtRetries"])
 
     gateway_cpu = servers_cpu()
     local_cpu = time.process_time()
     started = time.perf_counter()
     with profiling(_servers[0] if _servers and name.startswith("gateway") else None, name):
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await in_parallel(requests, timed, concurrency)
     elapsed = time.perf_counter() - started
     local_cpu = time.process_time() - local_cpu
     gateway_cpu = servers_cpu() - gateway_cpu

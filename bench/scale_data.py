@@ -13,13 +13,12 @@ Items go in through the stores' own write paths (``write_message``, ``refile``,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from bench.harness import Target
+from bench.harness import Target, in_parallel
 from gateway.blog.store import PostStore
 from gateway.db import clock
 from gateway.db.timeline import Position, bucket_of_timeuuid
@@ -59,20 +58,6 @@ class Scene:
     items: int
 
 
-async def in_parallel(count: int, work: Callable[[int], Awaitable[None]]) -> None:
-    """``work(0) .. work(count - 1)``, ``LOAD_CONCURRENCY`` at a time."""
-    next_index = 0
-
-    async def worker() -> None:
-        nonlocal next_index
-        while next_index < count:
-            index = next_index
-            next_index += 1
-            await work(index)
-
-    await asyncio.gather(*(worker() for _ in range(LOAD_CONCURRENCY)))
-
-
 def timeline_ids(count: int, per_bucket: int) -> list[UUID]:
     """``count`` timeuuids, newest first, ``per_bucket`` per 31 days back from now."""
     now = datetime.now(UTC)
@@ -99,7 +84,7 @@ async def create_users(target: Target, logins: list[str]) -> None:
         login = logins[i]
         await users.create(UserRecord(login, "Scale", login, f"{login}@example.com", "", clock.now(), ""))
 
-    await in_parallel(len(logins), one)
+    await in_parallel(len(logins), one, LOAD_CONCURRENCY)
 
 
 async def conversation(target: Target, label: str, count: int, per_bucket: int, page: int) -> Scene:
@@ -114,7 +99,7 @@ async def conversation(target: Target, label: str, count: int, per_bucket: int, 
         bucket = bucket_of_timeuuid(ids[n], granularity)
         await target.db.execute(_MESSAGE, (conversation, bucket, ids[n], a, b, f"message {n}", ""))
 
-    await in_parallel(count, one)
+    await in_parallel(count, one, LOAD_CONCURRENCY)
     buckets = {bucket_of_timeuuid(i, granularity) for i in ids}
     await asyncio.gather(*(target.db.execute(_MESSAGE_BUCKET, (conversation, bucket)) for bucket in buckets))
     deep = position_cursor(deep_position(ids, granularity, page))
@@ -133,7 +118,7 @@ async def mailbox(
         email = EmailRecord(ids[n], senders[n % len(senders)], [reader], f"subject {n}", "", [])
         await store.refile(reader, email, Placement.delivered(email, reader))
 
-    await in_parallel(count, one)
+    await in_parallel(count, one, LOAD_CONCURRENCY)
     deep = position_cursor(deep_position(ids, store.granularity, page))
     return Scene(token, {}, deep, count)
 
@@ -150,7 +135,7 @@ async def tag(
         params = (name, bucket, ids[n], f"{name}-{n}", f"Post {n}", authors[n % len(authors)], [name])
         await target.db.execute(_POST, params)
 
-    await in_parallel(count, one)
+    await in_parallel(count, one, LOAD_CONCURRENCY)
     buckets = {bucket_of_timeuuid(i, granularity) for i in ids}
     await asyncio.gather(*(target.db.execute(_POST_BUCKET, (name, bucket)) for bucket in buckets))
     deep = position_cursor(deep_position(ids, granularity, page))
@@ -172,7 +157,7 @@ async def talk_partners(target: Target, label: str, partners: list[str], page: i
     async def one(n: int) -> None:
         await store.write_message(MessageRecord(ids[n], partners[n], owner, f"hello {n}", ""))
 
-    await in_parallel(len(partners), one)
+    await in_parallel(len(partners), one, LOAD_CONCURRENCY)
     spots = sorted(
         (Spot(store.activity.slot_of(ids[n]), partners[n]) for n in range(len(partners))),
         key=lambda spot: (spot.slot, spot.partner),
@@ -196,7 +181,7 @@ async def room(target: Target, label: str, members: list[str], page: int) -> Sce
     async def one(n: int) -> None:
         await store.add(record.id, members[n], joined)
 
-    await in_parallel(len(members), one)
+    await in_parallel(len(members), one, LOAD_CONCURRENCY)
     await store.count_by(record.id, len(members))
     ordered = sorted({creator, *members})
     deep = ordered[min(int(len(ordered) * DEEP), len(ordered) - page - 2)]
