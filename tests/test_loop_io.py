@@ -203,3 +203,14 @@ async def test_a_settled_statement_leaves_no_cycle_behind(loop_db: Database) -> 
         for _ in range(50):
             await loop_db.execute(USER, ("nobody-at-all",))
     assert not [o for o in garbage if isinstance(o, ResponseFuture | LoopTimer)]
+
+
+async def test_pages_follow_a_statement_to_its_last_page(loop_db: Database) -> None:
+    """``Database.pages`` (the backfills' table scans) yields every page once, in order."""
+    pages = [page async for page in loop_db.pages(TABLES, ("system_schema",), fetch_size=3)]
+    assert len(pages) > 2
+    assert all(0 < len(page) <= 3 for page in pages[:-1])
+    rows = [row["table_name"] for page in pages for row in page]
+    whole = [row["table_name"] for row in (await loop_db.execute(TABLES, ("system_schema",))).rows]
+    assert rows == whole
+    assert rows == [row["table_name"] for row in await loop_db.execute_all(TABLES, ("system_schema",))]

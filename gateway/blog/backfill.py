@@ -52,11 +52,9 @@ async def backfill_blog(
     limit = InFlightLimit(max_in_flight)
     posts = 0
     buckets: set[tuple[str, int]] = set()
-    paging_state: bytes | None = None
-    while True:
-        page = await db.execute(_SCAN, fetch_size=page_size, paging_state=paging_state)
+    async for page in db.pages(_SCAN, fetch_size=page_size):
         by_partition: dict[tuple[str, int], list[tuple[str, Params]]] = defaultdict(list)
-        for row in page.rows:
+        for row in page:
             post = PostSummary(
                 id=row["id"],
                 slug=row["slug"],
@@ -73,9 +71,7 @@ async def backfill_blog(
             writes.append(_index(db, AUTHOR_TIMELINE.add_bucket((author,), bucket)))
         await limit.run_all(writes)
         buckets.update(by_partition)
-        if page.paging_state is None:
-            return BackfillReport(posts, len(buckets))
-        paging_state = page.paging_state
+    return BackfillReport(posts, len(buckets))
 
 
 def _batch(db: Database, writes: Sequence[tuple[str, Params]]) -> Callable[[], Awaitable[Result]]:

@@ -21,7 +21,7 @@ import contextlib
 import functools
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -278,16 +278,21 @@ class Database:
             bound.timestamp = timestamp
         return await self._run(bound, paging_state=paging_state)
 
-    async def execute_all(self, cql: str, params: Params = None, *, fetch_size: int = 1000) -> list[Row]:
-        """Run a statement and follow its pages to the end (one round trip each)."""
-        rows: list[Row] = []
+    async def pages(
+        self, cql: str, params: Params = None, *, fetch_size: int = 1000
+    ) -> AsyncIterator[list[Row]]:
+        """A statement's rows page by page, to the end (one round trip each)."""
         paging_state: bytes | None = None
         while True:
             result = await self.execute(cql, params, fetch_size=fetch_size, paging_state=paging_state)
-            rows.extend(result.rows)
+            yield result.rows
             if result.paging_state is None:
-                return rows
+                return
             paging_state = result.paging_state
+
+    async def execute_all(self, cql: str, params: Params = None, *, fetch_size: int = 1000) -> list[Row]:
+        """Run a statement and follow its pages to the end (one round trip each)."""
+        return [row async for page in self.pages(cql, params, fetch_size=fetch_size) for row in page]
 
     async def select_in(self, cql: str, keys: Iterable[Any]) -> list[Row]:
         """Rows of ``cql`` whose one ``?`` is ``IN ?``, for every distinct key:

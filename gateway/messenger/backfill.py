@@ -50,12 +50,10 @@ async def backfill_messenger(
     index = ActivityIndex(db, settings.messenger_activity_slot)
     limit = InFlightLimit(max_in_flight)
     rows_read = indexed = 0
-    paging_state: bytes | None = None
-    while True:
-        page = await db.execute(_SCAN, fetch_size=page_size, paging_state=paging_state)
-        rows_read += len(page.rows)
+    async for page in db.pages(_SCAN, fetch_size=page_size):
+        rows_read += len(page)
         by_owner: dict[str, list[tuple[str, Params]]] = defaultdict(list)
-        for row in page.rows:
+        for row in page:
             last = row["last_message"]
             if row["row_kind"] != 0 or last is None:
                 continue
@@ -63,9 +61,7 @@ async def backfill_messenger(
             by_owner[owner].append((INSERT_ROW, (owner, slot, row["partner"], micros_of(last[0]))))
             indexed += 1
         await limit.run_all([_batch(db, writes) for writes in by_owner.values()])
-        if page.paging_state is None:
-            return BackfillReport(rows_read, indexed)
-        paging_state = page.paging_state
+    return BackfillReport(rows_read, indexed)
 
 
 def _batch(db: Database, writes: list[tuple[str, Params]]) -> Callable[[], Awaitable[Result]]:
