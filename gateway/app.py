@@ -23,7 +23,7 @@ from gateway.graph.batch import BatchBudget
 from gateway.graph.context import Context, Services
 from gateway.graph.limits import QueryLimits
 from gateway.graph.pubsub import InProcessPubSub, PubSub
-from gateway.graph.redis_client import redis_client
+from gateway.graph.redis_client import close_within, redis_client
 from gateway.graph.redis_pubsub import RedisPubSub
 from gateway.graphiql import add_static_routes, render_graphiql
 from gateway.http.compression import compress_responses
@@ -146,7 +146,7 @@ async def _on_cleanup(app: web.Application) -> None:
     await app[SERVICES].pubsub.aclose()
     client = app.get(BROKER_CLIENT)
     if client is not None:
-        await client.aclose()
+        await close_within(client.aclose(), "the broker client")
     await asyncio.to_thread(app[SERVICES].db.shutdown)
 
 

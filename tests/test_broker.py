@@ -22,6 +22,7 @@ from gql.transport.exceptions import TransportQueryError
 
 from devnode.redis import RedisServer
 from gateway.app import SERVICES
+from gateway.graph.redis_client import CLOSE_TIMEOUT, close_within
 from gateway.graph.redis_pubsub import RedisPubSub
 from gateway.messenger.events import user_messages_channel
 from gateway.settings import Settings
@@ -160,3 +161,13 @@ async def test_a_lost_broker_ends_subscriptions_and_queries_go_on(
         event = await asyncio.wait_for(again.get(), WAIT)
         assert event["id"] == back["id"]
     assert app_a[SERVICES].pubsub.state == "ok"
+
+
+async def test_a_close_that_never_ends_is_given_up_after_its_bound() -> None:
+    """redis-py's ``aclose`` can wait forever for a broken socket (redis/redis-py#3941);
+    shutting down or reconnecting waits at most ``CLOSE_TIMEOUT`` for it."""
+    never = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await close_within(never.wait(), "a connection that never closes")
+    assert CLOSE_TIMEOUT <= loop.time() - started < CLOSE_TIMEOUT + 1

@@ -36,7 +36,7 @@ from redis.exceptions import RedisError
 
 from gateway.graph.codec import EventCodec, UnknownEvent
 from gateway.graph.pubsub import BrokerState, BrokerUnavailable
-from gateway.graph.redis_client import redis_client
+from gateway.graph.redis_client import close_within, redis_client
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ class RedisPubSub:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         self._end_all(_END)
-        await self._publisher.aclose()
+        await close_within(self._publisher.aclose(), "the broker publisher")
 
     # -- publishing ------------------------------------------------------------
 
@@ -333,9 +333,7 @@ class RedisPubSub:
                 # Its waiter may be gone already (a cancelled subscribe); nobody else reads it.
                 confirmed.exception()
         self._end_all(_LOST)
-        with contextlib.suppress(Exception):
-            if pubsub is not None:
-                await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis 8.1: unannotated
-        with contextlib.suppress(Exception):
-            if connection is not None:
-                await connection.aclose()
+        if pubsub is not None:
+            await close_within(pubsub.aclose(), "the broker subscription")  # type: ignore[no-untyped-call]  # redis 8.1: unannotated
+        if connection is not None:
+            await close_within(connection.aclose(), "the broker connection")
