@@ -43,6 +43,7 @@ from gateway.ratelimit.limiter import RateLimiter
 from gateway.ratelimit.redis_limiter import RedisRateLimiter
 from gateway.schema import build_schema, event_codec
 from gateway.settings import Settings
+from gateway.tasks import cancel_and_wait
 from gateway.users.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -139,10 +140,7 @@ async def _on_startup(app: web.Application) -> None:
 
 
 async def _on_cleanup(app: web.Application) -> None:
-    tasks = (app[CONNECTOR], app[FANOUT_TASK])
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await cancel_and_wait(app[CONNECTOR], app[FANOUT_TASK], what="the startup and fan-out tasks")
     await app[SERVICES].pubsub.aclose()
     client = app.get(BROKER_CLIENT)
     if client is not None:
@@ -174,7 +172,8 @@ async def readyz(request: web.Request) -> web.Response:
         )
     db = app[SERVICES].db
     try:
-        await asyncio.wait_for(db.execute("SELECT release_version FROM system.local"), timeout=2.0)
+        async with asyncio.timeout(2.0):
+            await db.execute("SELECT release_version FROM system.local")
     except (CassandraUnavailable, TimeoutError):
         return web.json_response(
             {"status": "unavailable", "cassandra": "unreachable", "broker": broker}, status=503

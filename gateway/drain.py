@@ -84,7 +84,8 @@ class Drain:
         if self._in_flight:
             log.info("draining: waiting up to %.0fs for %d request(s) in flight", seconds, self._in_flight)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await self._idle.wait()
         if self._in_flight:
             log.warning("draining: %d request(s) unfinished after %.0fs", self._in_flight, seconds)
             return False

@@ -7,7 +7,9 @@ points at a cluster. Each test run gets its own keyspace, dropped at the end.
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import os
+import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -32,6 +34,63 @@ GENEROUS_LIMITS: dict[str, Any] = {
     **{limit.value: "100000/s" for limit in Limit},
     "password_queue": 10000,
 }
+
+
+#: A test (with its fixtures' setup and teardown) still running after this long is hung:
+#: what it awaits is printed and it is cancelled; a run still stuck a minute later exits.
+HANG_SECONDS = float(os.environ.get("TEST_HANG_SECONDS", "240"))
+
+
+def _awaiting(awaitable: Any) -> list[str]:
+    """Where a suspended coroutine waits, down its chain of awaits (a task's own stack
+    shows only the outermost frame)."""
+    lines = []
+    while awaitable is not None:
+        frame = getattr(awaitable, "cr_frame", None) or getattr(awaitable, "ag_frame", None)
+        frame = frame or getattr(awaitable, "gi_frame", None)
+        if frame is not None:
+            lines.append(f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+        following = getattr(awaitable, "cr_await", None) or getattr(awaitable, "ag_await", None)
+        following = following or getattr(awaitable, "gi_yieldfrom", None)
+        if following is None:
+            lines.append(f"awaits {awaitable!r}"[:300])
+        awaitable = following
+    return lines
+
+
+def _report_hang(request: pytest.FixtureRequest, last: bool) -> None:
+    """Print, past pytest's capture, what every task and thread awaits; then cancel the
+    task pytest runs the test (or fixture) in, or on the last call, end the run."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(f"\n!!! {request.node.nodeid} still running; its tasks and threads:", file=sys.stderr)
+        driving = []
+        for task in asyncio.all_tasks():
+            print(f"--- {task.get_name()}", file=sys.stderr)
+            for line in _awaiting(task.get_coro()):
+                print(f"    {line}", file=sys.stderr)
+            if "_run_until_complete_cb" in repr(task):
+                driving.append(task)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        sys.stderr.flush()
+    if last:
+        os._exit(3)
+    for task in driving:
+        task.cancel(f"hung for {HANG_SECONDS:.0f}s")
+
+
+@pytest.fixture(autouse=True)
+async def hang_report(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """Set up before and torn down after the test's other fixtures, so a hang anywhere in
+    the test is reported (the loop stays free to run these timers)."""
+    loop = asyncio.get_running_loop()
+    timers = [
+        loop.call_later(HANG_SECONDS, _report_hang, request, False),
+        loop.call_later(HANG_SECONDS + 60, _report_hang, request, True),
+    ]
+    yield
+    for timer in timers:
+        timer.cancel()
 
 
 @pytest.fixture(scope="session")

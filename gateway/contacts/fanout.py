@@ -30,6 +30,7 @@ from gateway.db import clock
 from gateway.db.session import CassandraUnavailable
 from gateway.graph.pubsub import PubSub
 from gateway.settings import Settings
+from gateway.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,7 @@ class FanoutWorker:
             try:
                 await self._loop()
             finally:
-                listener.cancel()
-                await asyncio.gather(listener, return_exceptions=True)
+                await cancel_and_wait(listener, what="the fan-out listener")
 
     async def _listen(self, nudges: AsyncIterator[Any]) -> None:
         async for key in nudges:
@@ -69,7 +69,8 @@ class FanoutWorker:
     async def _loop(self) -> None:
         while True:
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self.poll)
+                async with asyncio.timeout(self.poll):
+                    await self._wake.wait()
             except TimeoutError:
                 pass
             self._wake.clear()

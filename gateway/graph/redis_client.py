@@ -10,15 +10,13 @@ enough to replace a pooled connection that a broker restart closed.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Awaitable
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-log = logging.getLogger(__name__)
+from gateway.tasks import finish_within
 
 #: Seconds a client or subscriber connection may take to close.
 CLOSE_TIMEOUT = 2.0
@@ -27,15 +25,10 @@ CLOSE_TIMEOUT = 2.0
 async def close_within(closing: Awaitable[object], what: str) -> None:
     """Await a redis-py ``aclose()`` for at most ``CLOSE_TIMEOUT`` seconds, errors ignored.
 
-    Closing a connection waits for its socket to be closed (``wait_closed``), which
-    can wait forever on a connection a broker restart broke (redis/redis-py#3941):
-    a gateway shutting down, or a subscriber reconnecting, would hang with it."""
-    try:
-        await asyncio.wait_for(closing, CLOSE_TIMEOUT)
-    except TimeoutError:
-        log.warning("closing %s took over %.0fs; left to the garbage collector", what, CLOSE_TIMEOUT)
-    except Exception as exc:
-        log.debug("closing %s failed: %s", what, exc)
+    Closing a connection can wait for its socket to be closed, which a broker restart
+    can leave waiting (redis/redis-py#3941): a gateway shutting down, or a subscriber
+    reconnecting, must not wait with it."""
+    await finish_within(closing, CLOSE_TIMEOUT, f"closing {what}")
 
 
 def redis_client(

@@ -37,6 +37,7 @@ from redis.exceptions import RedisError
 from gateway.graph.codec import EventCodec, UnknownEvent
 from gateway.graph.pubsub import BrokerState, BrokerUnavailable
 from gateway.graph.redis_client import close_within, redis_client
+from gateway.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ class RedisPubSub:
         self._failures = 0
         self._up = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
+        self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
         self._publisher = self._client(max_connections=16)
 
@@ -109,13 +111,9 @@ class RedisPubSub:
         await self._up.wait()
 
     async def aclose(self) -> None:
-        if self._runner is not None:
-            self._runner.cancel()
-            await asyncio.gather(self._runner, return_exceptions=True)
-            self._runner = None
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        self._closed = True
+        await cancel_and_wait(self._runner, *self._background, what="the broker subscriber")
+        self._runner = None
         self._end_all(_END)
         await close_within(self._publisher.aclose(), "the broker publisher")
 
@@ -133,7 +131,8 @@ class RedisPubSub:
             log.warning("broker unreachable; event on %s dropped", channel)
             return
         try:
-            await asyncio.wait_for(self._publisher.publish(self._prefix + channel, data), self._timeout)
+            async with asyncio.timeout(self._timeout):
+                await self._publisher.publish(self._prefix + channel, data)
         except (RedisError, OSError, TimeoutError) as exc:
             log.warning("broker publish on %s failed (%s); event dropped", channel, exc)
 
@@ -186,7 +185,8 @@ class RedisPubSub:
             self._confirmations[(kind, channel)] = confirmed
             try:
                 await pubsub.execute_command(kind.upper(), self._prefix + channel)
-                await asyncio.wait_for(asyncio.shield(confirmed), self._timeout * 2)
+                async with asyncio.timeout(self._timeout * 2):
+                    await asyncio.shield(confirmed)
             except (RedisError, OSError, TimeoutError) as exc:
                 if wanted:
                     raise BrokerUnavailable() from exc
@@ -235,7 +235,7 @@ class RedisPubSub:
     # -- the connection --------------------------------------------------------
 
     async def _run(self) -> None:
-        while True:
+        while not self._closed:
             try:
                 await self._session()
             except asyncio.CancelledError:
@@ -255,9 +255,10 @@ class RedisPubSub:
         """One connection's life: connect, then read and ping until something fails."""
         self._connection = self._client()
         self._pubsub = pubsub = self._connection.pubsub()
-        await asyncio.wait_for(pubsub.connect(), self._timeout)  # type: ignore[no-untyped-call]  # redis 8.1: unannotated
-        await pubsub.ping()
-        first = await asyncio.wait_for(pubsub.get_message(timeout=None), self._timeout)
+        async with asyncio.timeout(self._timeout):
+            await pubsub.connect()  # type: ignore[no-untyped-call]  # redis 8.1: unannotated
+            await pubsub.ping()
+            first = await pubsub.get_message(timeout=None)
         if first is None or first.get("type") != "pong":
             raise ConnectionError(f"unexpected first answer from the broker: {first!r}")
         self._set_state("ok")
@@ -274,9 +275,7 @@ class RedisPubSub:
                 task.result()
             raise ConnectionError("broker connection ended")
         finally:
-            for task in (reader, pinger):
-                task.cancel()
-            await asyncio.gather(reader, pinger, return_exceptions=True)
+            await cancel_and_wait(reader, pinger, what="the broker reader")
 
     async def _read(self, pubsub: aioredis.client.PubSub, last_seen: list[float]) -> None:
         loop = asyncio.get_running_loop()

@@ -35,6 +35,7 @@ from gateway.graph.context import Context, Services, bearer_token
 from gateway.graph.pubsub import BrokerUnavailable
 from gateway.graph.sessions import session_channel
 from gateway.http.sockets import TOO_MANY_CODE, TOO_MANY_REASON, SocketCounts
+from gateway.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from strawberry.http.async_base_view import AsyncWebSocketAdapter
@@ -126,10 +127,7 @@ class SessionSocket:
             self.counts.close()
             if self.login is not None:
                 self.counts.sign_out(self.login)
-            if self._watcher is not None:
-                self._watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._watcher
+            await cancel_and_wait(self._watcher, what="a WebSocket's session watch")
         if self._pending_close is not None:
             code, reason = self._pending_close
             with contextlib.suppress(Exception):
