@@ -5,7 +5,8 @@ every response is decoded there, then handed to the event loop with
 ``call_soon_threadsafe``, and the two threads take turns at the interpreter
 lock for every round trip. :class:`LoopConnection` does the socket work on the
 event loop that awaits the results instead: a response is decoded where it is
-awaited, and a statement sent from the loop is written straight to its socket.
+awaited, and the statements sent during one pass of the loop (by every request
+it is serving) leave in one write to the socket.
 
 The driver still calls connections from its own threads (the control
 connection, heartbeats, pool upkeep, retries on its scheduler). Those calls are
@@ -72,6 +73,7 @@ class LoopConnection(Connection):  # type: ignore[misc]  # the driver is untyped
             # Opening waits for the loop to attach the socket: on the loop that never happens.
             raise RuntimeError("a Cassandra connection cannot be opened on the event loop it serves")
         Connection.__init__(self, *args, **kwargs)
+        self._pending: list[bytes] = []
         if self.ssl_context is not None:
             raise ValueError("TLS to Cassandra needs the driver's own I/O thread (CASSANDRA_IO=thread)")
         self._connect_socket()
@@ -91,11 +93,21 @@ class LoopConnection(Connection):  # type: ignore[misc]  # the driver is untyped
 
     def push(self, data: bytes) -> None:
         if self.on_loop():
-            self._write(data)
+            self._queue(data)
         else:
-            self._call_on_loop(self._write, data)
+            self._call_on_loop(self._queue, data)
 
-    def _write(self, data: bytes) -> None:
+    def _queue(self, data: bytes) -> None:
+        """Frames pushed during one pass of the loop leave in one write (one system call)."""
+        pending = self._pending
+        pending.append(data)
+        if len(pending) == 1:
+            self.loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        pending = self._pending
+        data = pending[0] if len(pending) == 1 else b"".join(pending)
+        pending.clear()
         transport = self._transport
         if transport is not None and not transport.is_closing():
             transport.write(data)  # type: ignore[attr-defined]  # a stream transport
