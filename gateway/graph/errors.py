@@ -24,7 +24,9 @@ import strawberry
 from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import SchemaExtension
+from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types import ExecutionContext as StrawberryExecutionContext
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
@@ -40,6 +42,7 @@ from gateway.errors import (
     Unauthenticated,
     Unavailable,
 )
+from gateway.graph.hooks import HookRunner
 
 log = logging.getLogger("gateway.errors")
 
@@ -179,7 +182,13 @@ class ErrorCodeSchema(strawberry.Schema):
     skip extension hooks, so ``execute`` classifies what is left. Classifying
     is idempotent. Strawberry's own error logging is replaced: client errors are
     not server faults, and unexpected ones are logged by :func:`classify`.
+    Extension hooks run through :class:`~gateway.graph.hooks.HookRunner`.
     """
+
+    def create_extensions_runner(
+        self, execution_context: StrawberryExecutionContext, extensions: list[SchemaExtension]
+    ) -> SchemaExtensionsRunner:
+        return HookRunner(execution_context=execution_context, extensions=extensions)
 
     async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
         result = await super().execute(*args, **kwargs)

@@ -1,0 +1,234 @@
+"""Schema extension hooks run without a context manager per hook per request.
+
+Strawberry's extension runner, for each of an operation's four stages
+(operation, parsing, validation, execution), looks every extension's hook up
+again, wraps each one it finds in a new ``contextlib`` context manager (with
+``functools.wraps`` copying its metadata), and enters them through an
+``ExitStack``. With the gateway's six extensions that bookkeeping was about half
+of executing ``{ __typename }``. :class:`HookRunner` keeps Strawberry's
+semantics (hooks entered in order and left in reverse, an exception thrown into
+each hook still open, which may replace it or hide it from the hooks outside it,
+the same errors for a hook that does not yield once) and does the bookkeeping once per extension
+class: a stage holds the hooks found and drives their generators itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import weakref
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from strawberry.extensions import SchemaExtension
+from strawberry.extensions.runner import SchemaExtensionsRunner
+
+_GENERATOR = 0
+_ASYNC_GENERATOR = 1
+_COROUTINE = 2
+_CALL = 3
+
+_Hook = tuple[int, Callable[[SchemaExtension], Any]]
+
+#: Per extension class, per hook name: how its hook runs, or None when it has none.
+_HOOKS: weakref.WeakKeyDictionary[type, dict[str, _Hook | None]] = weakref.WeakKeyDictionary()
+
+
+def _hook_of(cls: type[SchemaExtension], name: str) -> _Hook | None:
+    known = _HOOKS.get(cls)
+    if known is None:
+        known = _HOOKS[cls] = {}
+    if name in known:
+        return known[name]
+    function = getattr(cls, name)
+    found: _Hook | None
+    if function is getattr(SchemaExtension, name):
+        found = None
+    elif inspect.isgeneratorfunction(function):
+        found = (_GENERATOR, function)
+    elif inspect.isasyncgenfunction(function):
+        found = (_ASYNC_GENERATOR, function)
+    elif inspect.iscoroutinefunction(function):
+        found = (_COROUTINE, function)
+    elif callable(function):
+        found = (_CALL, function)
+    else:
+        raise ValueError(f"Hook {name} on {cls.__name__} must be callable, received {function!r}")
+    known[name] = found
+    return found
+
+
+def _leave(generator: Any, error: BaseException | None) -> bool:
+    """Resume a sync hook after its ``yield`` (``contextlib.contextmanager``'s exit);
+    True when it suppressed ``error``."""
+    if error is None:
+        try:
+            next(generator)
+        except StopIteration:
+            return False
+        raise RuntimeError("generator didn't stop")
+    try:
+        generator.throw(error)
+    except StopIteration as stop:
+        return stop is not error
+    except RuntimeError as raised:
+        if raised is error or (isinstance(error, StopIteration) and raised.__cause__ is error):
+            return False
+        raise
+    except BaseException as raised:
+        if raised is not error:
+            raise
+        return False
+    raise RuntimeError("generator didn't stop after throw()")
+
+
+async def _aleave(generator: Any, error: BaseException | None) -> bool:
+    """``_leave`` for an async generator hook (``contextlib.asynccontextmanager``'s exit)."""
+    if error is None:
+        try:
+            await anext(generator)
+        except StopAsyncIteration:
+            return False
+        raise RuntimeError("generator didn't stop")
+    try:
+        await generator.athrow(error)
+    except StopAsyncIteration as stop:
+        return stop is not error
+    except RuntimeError as raised:
+        if raised is error or (
+            isinstance(error, StopIteration | StopAsyncIteration) and raised.__cause__ is error
+        ):
+            return False
+        raise
+    except BaseException as raised:
+        if raised is not error:
+            raise
+        return False
+    raise RuntimeError("generator didn't stop after athrow()")
+
+
+class _Stage:
+    """One stage's hooks, as one context manager (sync or async)."""
+
+    __slots__ = ("_hooks", "_name", "_open")
+
+    def __init__(self, extensions: list[SchemaExtension], name: str) -> None:
+        self._name = name
+        self._hooks: list[tuple[int, Callable[[SchemaExtension], Any], SchemaExtension]] = []
+        for extension in extensions:
+            hook = _hook_of(type(extension), name)
+            if hook is not None:
+                self._hooks.append((hook[0], hook[1], extension))
+        #: The generators of the hooks entered, in order, each with whether it is async.
+        self._open: list[tuple[Any, bool]] = []
+
+    # -- async -----------------------------------------------------------------
+
+    async def __aenter__(self) -> None:
+        for kind, function, extension in self._hooks:
+            try:
+                if kind == _GENERATOR:
+                    generator = function(extension)
+                    _start(generator)
+                    self._open.append((generator, False))
+                elif kind == _ASYNC_GENERATOR:
+                    generator = function(extension)
+                    try:
+                        await anext(generator)
+                    except StopAsyncIteration:
+                        raise RuntimeError("generator didn't yield") from None
+                    self._open.append((generator, True))
+                elif kind == _COROUTINE:
+                    await function(extension)
+                else:
+                    function(extension)
+            except BaseException as error:
+                # The hooks already entered are left with the error (Strawberry leaves
+                # them to the garbage collector); the caller sees the error itself.
+                with contextlib.suppress(Exception):
+                    await self.__aexit__(type(error), error, error.__traceback__)
+                raise
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        pending = error
+        while self._open:
+            generator, is_async = self._open.pop()
+            try:
+                if await _aleave(generator, pending) if is_async else _leave(generator, pending):
+                    pending = None
+            except BaseException as raised:
+                if raised.__context__ is None and raised is not pending:
+                    raised.__context__ = pending
+                pending = raised
+        return self._outcome(error, pending)
+
+    # -- sync ------------------------------------------------------------------
+
+    def __enter__(self) -> None:
+        for kind, function, extension in self._hooks:
+            try:
+                if kind != _GENERATOR and kind != _CALL:
+                    raise RuntimeError(
+                        f"SchemaExtension hook {extension}.{self._name} failed to complete synchronously."
+                    )
+                if kind == _GENERATOR:
+                    generator = function(extension)
+                    _start(generator)
+                    self._open.append((generator, False))
+                else:
+                    function(extension)
+            except BaseException as error:
+                with contextlib.suppress(Exception):
+                    self.__exit__(type(error), error, error.__traceback__)
+                raise
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        pending = error
+        while self._open:
+            generator, _ = self._open.pop()
+            try:
+                if _leave(generator, pending):
+                    pending = None
+            except BaseException as raised:
+                if raised.__context__ is None and raised is not pending:
+                    raised.__context__ = pending
+                pending = raised
+        return self._outcome(error, pending)
+
+    @staticmethod
+    def _outcome(error: BaseException | None, pending: BaseException | None) -> bool:
+        """Raises what a hook raised in place of ``error``. As with Strawberry's runner,
+        a hook that swallows ``error`` hides it from the hooks outside it only: the
+        stage itself never suppresses it."""
+        if pending is None or pending is error:
+            return False
+        raise pending
+
+
+def _start(generator: Any) -> None:
+    try:
+        next(generator)
+    except StopIteration:
+        raise RuntimeError("generator didn't yield") from None
+
+
+class HookRunner(SchemaExtensionsRunner):
+    """Strawberry's extension runner, with the stages above (stream results keep
+    Strawberry's own: they are not on a hot path)."""
+
+    def operation(self) -> Any:
+        return _Stage(self.extensions, "on_operation")
+
+    def validation(self) -> Any:
+        return _Stage(self.extensions, "on_validate")
+
+    def parsing(self) -> Any:
+        return _Stage(self.extensions, "on_parse")
+
+    def executing(self) -> Any:
+        return _Stage(self.extensions, "on_execute")
