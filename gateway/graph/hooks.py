@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import weakref
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -31,32 +30,33 @@ _CALL = 3
 
 _Hook = tuple[int, Callable[[SchemaExtension], Any]]
 
-#: Per extension class, per hook name: how its hook runs, or None when it has none.
-_HOOKS: weakref.WeakKeyDictionary[type, dict[str, _Hook | None]] = weakref.WeakKeyDictionary()
+#: The stages' hook names.
+_STAGES = ("on_operation", "on_validate", "on_parse", "on_execute")
+
+#: Per extension class, per stage: how its hook runs, or None when it has none.
+_HOOKS: dict[type, dict[str, _Hook | None]] = {}
 
 
-def _hook_of(cls: type[SchemaExtension], name: str) -> _Hook | None:
+def _hooks_of(cls: type[SchemaExtension]) -> dict[str, _Hook | None]:
     known = _HOOKS.get(cls)
     if known is None:
-        known = _HOOKS[cls] = {}
-    if name in known:
-        return known[name]
+        known = _HOOKS[cls] = {name: _classify(cls, name) for name in _STAGES}
+    return known
+
+
+def _classify(cls: type[SchemaExtension], name: str) -> _Hook | None:
     function = getattr(cls, name)
-    found: _Hook | None
     if function is getattr(SchemaExtension, name):
-        found = None
-    elif inspect.isgeneratorfunction(function):
-        found = (_GENERATOR, function)
-    elif inspect.isasyncgenfunction(function):
-        found = (_ASYNC_GENERATOR, function)
-    elif inspect.iscoroutinefunction(function):
-        found = (_COROUTINE, function)
-    elif callable(function):
-        found = (_CALL, function)
-    else:
-        raise ValueError(f"Hook {name} on {cls.__name__} must be callable, received {function!r}")
-    known[name] = found
-    return found
+        return None
+    if inspect.isgeneratorfunction(function):
+        return (_GENERATOR, function)
+    if inspect.isasyncgenfunction(function):
+        return (_ASYNC_GENERATOR, function)
+    if inspect.iscoroutinefunction(function):
+        return (_COROUTINE, function)
+    if callable(function):
+        return (_CALL, function)
+    raise ValueError(f"Hook {name} on {cls.__name__} must be callable, received {function!r}")
 
 
 def _leave(generator: Any, error: BaseException | None) -> bool:
@@ -117,7 +117,7 @@ class _Stage:
         self._name = name
         self._hooks: list[tuple[int, Callable[[SchemaExtension], Any], SchemaExtension]] = []
         for extension in extensions:
-            hook = _hook_of(type(extension), name)
+            hook = _hooks_of(type(extension))[name]
             if hook is not None:
                 self._hooks.append((hook[0], hook[1], extension))
         #: The generators of the hooks entered, in order, each with whether it is async.

@@ -13,9 +13,9 @@ over its limit, an unsupported content type) as a coded GraphQL error with its
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from graphql import GraphQLError
 from strawberry.aiohttp.views import GraphQLView
@@ -59,6 +59,14 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
             return await self.run(request=request)
         except HTTPException as exc:
             return refused_response(request, exc)
+
+    def is_websocket_request(self, request: web.Request) -> TypeGuard[web.Request]:
+        """Strawberry's check, asked twice per request, builds a ``WebSocketResponse``
+        and fails its handshake to say no; a request without ``Upgrade: websocket``
+        fails that handshake's first test, so it is answered here."""
+        if request.headers.get(hdrs.UPGRADE, "").lower().strip() != "websocket":
+            return False
+        return super().is_websocket_request(request)
 
     def parse_json(self, data: str | bytes) -> Any:
         return parse_request_json(data)
