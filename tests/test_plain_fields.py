@@ -30,10 +30,12 @@ import aiohttp
 import pytest
 import strawberry
 from aiohttp.test_utils import TestServer
+from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
+from strawberry.extensions import ParserCache
 
 from gateway.app import READY, create_app
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
-from gateway.graph.plain_fields import NOT_READ, PlainFieldsExecutor, plain_reader
+from gateway.graph.plain_fields import NOT_READ, PlainFieldsExecutor, _variable_free, plain_reader
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.schema import build_schema
 from gateway.settings import Settings
@@ -217,7 +219,9 @@ def _edge_schema(plain: bool) -> strawberry.Schema:
     return ErrorCodeSchema(
         query=EdgeQuery,
         scalar_overrides=SCALAR_OVERRIDES,
-        extensions=[ErrorCodes],
+        # As in the gateway's schema: one parsed document per query text, so the fast
+        # path keeps its plans for the next request of the same document.
+        extensions=[ErrorCodes, lambda: ParserCache(maxsize=100)],
         execution_context_class=PlainFieldsExecutor if plain else None,
     )
 
@@ -260,7 +264,16 @@ EDGE_CORPUS: list[tuple[str, dict[str, Any] | None]] = [
         fragment B on Box { name contents { ...I } } fragment I on Item { name tags }""",
         {"s": True},
     ),
+    (
+        """query($s: Boolean!) { cleanBoxes { ...B h: holder { l: login r: rank }
+          inner { ... on Named { name } ... on Box { size @skip(if: $s) } } } }
+        fragment B on Box { name contents { ...I } } fragment I on Item { name tags }""",
+        {"s": False},
+    ),
     ("{ cleanBoxes { holder { login } holder { rank } inner { holder { login } } } }", None),
+    # A variable that changes which fields a plain subtree holds: plans are not kept.
+    ("query($s: Boolean!) { cleanBoxes { name holder { login rank @include(if: $s) } } }", {"s": False}),
+    ("query($s: Boolean!) { cleanBoxes { name holder { login rank @include(if: $s) } } }", {"s": True}),
 ]
 
 
@@ -298,7 +311,8 @@ async def _differences(
 ) -> list[tuple[str, bytes, bytes]]:
     differences = []
     async with aiohttp.ClientSession() as http:
-        for query, variables in corpus:
+        # The second round runs on the plans the first one left for each document.
+        for query, variables in [*corpus, *corpus]:
             got = _REQUEST_ID.sub(b"<request id>", await _body(http, fast, query, variables, token))
             want = _REQUEST_ID.sub(b"<request id>", await _body(http, reference, query, variables, token))
             if query in SHARED_BATCHES:
@@ -306,6 +320,25 @@ async def _differences(
             if got != want:
                 differences.append((query, got, want))
     return differences
+
+
+@pytest.mark.parametrize(
+    ("document", "kept"),
+    [
+        ("{ clean { name @skip(if: true) count } }", True),
+        ("query($s: Boolean!) { clean { name count } a: clean @include(if: $s) { key } }", False),
+        ("query($s: Boolean!) { clean { ...F } } fragment F on Item { name @skip(if: $s) }", False),
+        ("{ clean { ... @defer { name } } }", False),
+        ("query Q($n: Int) { clean { name } }", True),
+    ],
+)
+def test_plans_are_kept_across_requests_only_when_no_variable_can_change_the_fields(
+    document: str, kept: bool
+) -> None:
+    parsed = parse(document)
+    operation = next(d for d in parsed.definitions if isinstance(d, OperationDefinitionNode))
+    fragments = {d.name.value: d for d in parsed.definitions if isinstance(d, FragmentDefinitionNode)}
+    assert _variable_free(operation, fragments) is kept
 
 
 async def test_edge_corpus_is_byte_identical(base_settings: Settings) -> None:

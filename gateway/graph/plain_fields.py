@@ -15,7 +15,10 @@ its type is
   selection is made of plain fields only: the whole subtree is plain.
 
 :class:`PlainFieldsExecutor` plans each selection set once per request: which
-of its response keys are plain, and how to read and complete them. Executing
+of its response keys are plain, and how to read and complete them. The plans of
+an operation whose selections do not depend on its variables (no ``@skip`` or
+``@include`` reading one, no ``@defer`` or ``@stream``, no fragment arguments)
+are kept for every request that runs the same parsed document. Executing
 the set, a plain field whose value is an ordinary one all the way down (no null
 where the type forbids it, no exception or awaitable, every scalar serialised,
 every object of its type) is written directly; anything else, and every other
@@ -28,6 +31,7 @@ queries.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
@@ -41,9 +45,13 @@ from graphql import (
     GraphQLOutputType,
     GraphQLResolveInfoHelpers,
     GraphQLScalarType,
+    GraphQLSchema,
+    OperationDefinitionNode,
     Undefined,
+    VariableNode,
 )
 from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
+from graphql.language import FragmentDefinitionNode, SelectionSetNode
 from graphql.pyutils import Path, gather_with_cancel
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
@@ -109,9 +117,61 @@ class _Plain:
         self.item_non_null = item_non_null
 
 
+_SharedPlans = dict[tuple[Any, ...], "_Plan | None"]
+
+#: Plans kept across requests, per (schema, operation) of a parsed document; None for an
+#: operation whose selections depend on its variables. Least recently used first.
+_SHARED: OrderedDict[tuple[int, int], tuple[GraphQLSchema, OperationDefinitionNode, _SharedPlans | None]]
+_SHARED = OrderedDict()
+
+#: Operations whose plans are kept (Strawberry's parser cache keeps as many documents).
+SHARED_OPERATIONS = 1000
+
+
+def _shared_plans(
+    schema: GraphQLSchema,
+    operation: OperationDefinitionNode,
+    fragments: dict[str, FragmentDefinitionNode],
+) -> _SharedPlans | None:
+    key = (id(schema), id(operation))
+    entry = _SHARED.get(key)
+    if entry is not None and entry[0] is schema and entry[1] is operation:
+        _SHARED.move_to_end(key)
+        return entry[2]
+    plans: _SharedPlans | None = {} if _variable_free(operation, fragments) else None
+    _SHARED[key] = (schema, operation, plans)
+    if len(_SHARED) > SHARED_OPERATIONS:
+        _SHARED.popitem(last=False)
+    return plans
+
+
+def _variable_free(operation: OperationDefinitionNode, fragments: dict[str, FragmentDefinitionNode]) -> bool:
+    """Whether the fields each selection set collects are the same whatever the variables."""
+    if any(fragment.variable_definitions for fragment in fragments.values()):
+        return False
+    pending: list[SelectionSetNode | None] = [operation.selection_set]
+    pending.extend(fragment.selection_set for fragment in fragments.values())
+    while pending:
+        selection_set = pending.pop()
+        if selection_set is None:
+            continue
+        for selection in selection_set.selections:
+            if getattr(selection, "arguments", None) and selection.kind == "fragment_spread":
+                return False
+            for directive in selection.directives or ():
+                name = directive.name.value
+                if name in ("defer", "stream"):
+                    return False
+                if name in ("skip", "include") and any(
+                    isinstance(argument.value, VariableNode) for argument in directive.arguments or ()
+                ):
+                    return False
+            pending.append(getattr(selection, "selection_set", None))
+    return True
+
+
 class _Slow(Exception):
     """Raised inside a plain subtree: the whole field goes through ``execute_field``."""
-
 
 
 def _unwrapped(output: GraphQLOutputType) -> tuple[GraphQLOutputType, bool]:
@@ -139,6 +199,7 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._plans: dict[int, tuple[GroupedFieldSet, _Plan | None]] = {}
+        self._shared = _shared_plans(self.schema, self.operation, self.fragment_definitions)
         manager = self.middleware_manager
         self._plain_allowed = manager is None or manager._middleware_resolvers is None
 
@@ -156,14 +217,23 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
         key = id(grouped_field_set)
         cached = self._plans.get(key)
         if cached is None or cached[0] is not grouped_field_set:
-            plan: _Plan | None = [
-                self._plain(parent_type, response_key, details)
-                for response_key, details in grouped_field_set.items()
-            ]
-            if not any(plan or ()):
-                plan = None
+            shared = self._shared
+            if shared is None:
+                plan = self._new_plan(parent_type, grouped_field_set)
+            else:
+                # The same fields of the same document: the same plan.
+                nodes = [id(detail.node) for details in grouped_field_set.values() for detail in details]
+                shared_key = (parent_type.name, *nodes)
+                if shared_key in shared:
+                    plan = shared[shared_key]
+                else:
+                    plan = shared[shared_key] = self._new_plan(parent_type, grouped_field_set)
             cached = self._plans[key] = (grouped_field_set, plan)
         return cached[1]
+
+    def _new_plan(self, parent_type: GraphQLObjectType, grouped_field_set: GroupedFieldSet) -> _Plan | None:
+        plan: _Plan = [self._plain(parent_type, key, details) for key, details in grouped_field_set.items()]
+        return plan if any(plan) else None
 
     def _whole_plan(self, object_type: GraphQLObjectType, details: FieldDetailsList) -> list[_Plain] | None:
         """The plan of an object field's selection when every field in it is plain."""
