@@ -33,8 +33,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from datetime import datetime
 from operator import attrgetter
 from typing import Any
+from uuid import UUID
 
 from graphql import (
     ExecutionResult,
@@ -82,6 +84,9 @@ _OBJECT = 3
 _OBJECT_LIST = 4
 
 _Plan = list["_Plain | None"]
+
+#: Value types that are never null, an error or awaitable (exactly these, not subclasses).
+_ORDINARY = frozenset({str, int, float, bool, datetime, UUID})
 
 
 class _Plain:
@@ -311,6 +316,9 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
             value = plain.read(source)
         except Exception:
             raise _Slow from None
+        if type(value) in _ORDINARY and kind == _LEAF:
+            # Neither null, nor an error or awaitable: straight to the scalar.
+            return self._leaf(plain.coerce, value)
         if value is None:
             if plain.non_null:
                 raise _Slow
