@@ -53,8 +53,11 @@ def new_timeuuid(at_ns: int | None = None) -> UUID:
 
 
 def micros_of(item_id: UUID) -> int:
-    """Microseconds since the Unix epoch encoded in a timeuuid."""
-    return (item_id.time - _UUID_EPOCH_OFFSET) // 10
+    """Microseconds since the Unix epoch encoded in a timeuuid (read from the integer:
+    ``UUID.time`` reads three properties, each shifting the integer again)."""
+    value = item_id.int
+    timestamp = ((value >> 64) & 0x0FFF) << 48 | ((value >> 80) & 0xFFFF) << 32 | value >> 96
+    return (timestamp - _UUID_EPOCH_OFFSET) // 10
 
 
 def time_of(item_id: UUID) -> datetime:
