@@ -214,3 +214,20 @@ async def test_pages_follow_a_statement_to_its_last_page(loop_db: Database) -> N
     whole = [row["table_name"] for row in (await loop_db.execute(TABLES, ("system_schema",))).rows]
     assert rows == whole
     assert rows == [row["table_name"] for row in await loop_db.execute_all(TABLES, ("system_schema",))]
+
+
+async def test_statements_sent_in_one_pass_of_the_loop_leave_in_one_write(loop_db: Database) -> None:
+    await loop_db.execute(TABLES, ("system",))  # prepared: nothing else goes out below
+    connections = [c for pool in loop_db.session._pools.values() for c in pool.get_connections()]
+    writes: list[int] = []
+    for connection in connections:
+        write = connection._transport.write
+        connection._transport.write = lambda data, write=write: (writes.append(len(data)), write(data))
+    try:
+        results = await asyncio.gather(*(loop_db.execute(TABLES, ("system",)) for _ in range(20)))
+    finally:
+        for connection in connections:
+            del connection._transport.write
+    assert all(result.rows for result in results)
+    # 20 frames; one write per connection, and room for a heartbeat.
+    assert 1 <= len(writes) <= len(connections) + 1, writes
