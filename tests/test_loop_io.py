@@ -221,8 +221,12 @@ async def test_statements_sent_in_one_pass_of_the_loop_leave_in_one_write(loop_d
     connections = [c for pool in loop_db.session._pools.values() for c in pool.get_connections()]
     writes: list[int] = []
     for connection in connections:
-        write = connection._transport.write
-        connection._transport.write = lambda data, write=write: (writes.append(len(data)), write(data))
+
+        def counted(data: bytes, write: Any = connection._transport.write) -> None:
+            writes.append(len(data))
+            write(data)
+
+        connection._transport.write = counted
     try:
         results = await asyncio.gather(*(loop_db.execute(TABLES, ("system",)) for _ in range(20)))
     finally:
