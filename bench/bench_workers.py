@@ -83,15 +83,18 @@ async def _case(settings: Settings, db: Database, workers: int, broker_url: str)
             async with aiohttp.ClientSession(connector=connector) as http:
                 await _ready_workers(http, base, workers)
                 target = Target(f"{base}/graphql", http, db, settings)
-                if workers == 1:
-                    await target.sign_up("benchuser")
-                return await measure(
-                    f"gateway --workers {workers}: user(login)",
-                    lambda _: target.graphql(READ),
-                    requests=REQUESTS,
-                    concurrency=CONNECTIONS,
-                    warmup=CONNECTIONS * 2,
-                )
+                try:
+                    if workers == 1:
+                        await target.sign_up("benchuser")
+                    return await measure(
+                        f"gateway --workers {workers}: user(login)",
+                        lambda _: target.graphql(READ),
+                        requests=REQUESTS,
+                        concurrency=CONNECTIONS,
+                        warmup=CONNECTIONS * 2,
+                    )
+                finally:
+                    target.client.close()
     finally:
         process.send_signal(signal.SIGTERM)
         await process.wait()

@@ -2,10 +2,11 @@
 
 ``gateway_under_test()`` starts (or reuses) the embedded node, serves the app in
 a child process (``bench/serve.py``) on a free loopback port over a throwaway
-keyspace, and yields a :class:`Target` with a plain aiohttp client for GraphQL
-calls and a ``Database`` of this process, on the same keyspace, for the
-raw-driver baseline; both do their Cassandra I/O as ``CASSANDRA_IO`` says, or
-the baseline as ``BENCH_BASELINE_IO`` says (``thread``: the driver as it ships).
+keyspace, and yields a :class:`Target`: a lean keep-alive client for GraphQL calls
+(``bench/client.py``), an aiohttp session for other HTTP, and a ``Database`` of this
+process, on the same keyspace, for the raw-driver baseline; both do their Cassandra
+I/O as ``CASSANDRA_IO`` says, or the baseline as ``BENCH_BASELINE_IO`` says
+(``thread``: the driver as it ships).
 ``measure()`` runs a bounded number of calls at a given concurrency and returns
 requests/s, p50, p99 and CQL statements per request.
 """
@@ -22,11 +23,12 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
 
+from bench.client import GraphQLClient
 from bench.profile import profiling
 from gateway.db.migrations import drop_keyspace
 from gateway.db.session import Database, RequestMetrics, measuring
@@ -53,6 +55,15 @@ class Stats:
         return cpu * 1000 / self.requests if self.requests else 0.0
 
     @property
+    def client_cpu_per_1000(self) -> float:
+        """CPU-seconds per 1000 requests of the load generator, this process, on a gateway row
+        (it shares the machine with the gateway and the node); 0 on a driver row, whose load
+        generator is in the driver's own process and already in its CPU column."""
+        if self.name.startswith("driver") or not self.requests:
+            return 0.0
+        return self.local_cpu * 1000 / self.requests
+
+    @property
     def rps(self) -> float:
         return self.requests / self.seconds if self.seconds else 0.0
 
@@ -67,15 +78,15 @@ class Target:
     http: aiohttp.ClientSession
     db: Database
     settings: Settings
+    client: GraphQLClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client = GraphQLClient(self.url)
 
     async def graphql(
         self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
     ) -> dict[str, Any]:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with self.http.post(
-            self.url, json={"query": query, "variables": variables or {}}, headers=headers
-        ) as response:
-            body: dict[str, Any] = await response.json()
+        _, body = await self.client.post(query, variables, token)
         if body.get("errors"):
             raise RuntimeError(f"GraphQL errors: {body['errors']}")
         return body
@@ -180,7 +191,11 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
                 await _wait_ready(http, base, server)
                 await db.open()
                 db.use_keyspace(settings.keyspace)
-                yield Target(f"{base}/graphql", http, db, settings)
+                target = Target(f"{base}/graphql", http, db, settings)
+                try:
+                    yield target
+                finally:
+                    target.client.close()
     finally:
         server.terminate()
         await server.wait()
@@ -291,12 +306,14 @@ def report(title: str, rows: list[Stats]) -> None:
     print(f"\n## {title}")
     print(
         f"{'case':<44} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CQL/req':>8} {'LWT retry/req':>14}"
-        f" {'CPU s/1000':>10}"
+        f" {'CPU s/1000':>10} {'client CPU':>10}"
     )
     for row in rows:
+        client = f"{row.client_cpu_per_1000:.2f}" if row.client_cpu_per_1000 else ""
         print(
             f"{row.name:<44} {row.rps:>9.0f} {row.pct(0.50):>8.2f} {row.pct(0.99):>8.2f}"
             f" {row.statements:>8.2f} {row.lwt_retries:>14.3f} {row.cpu_per_1000:>10.2f}"
+            f" {client:>10}"
         )
     summary = os.environ.get("BENCH_SUMMARY")
     if summary:
@@ -305,4 +322,5 @@ def report(title: str, rows: list[Stats]) -> None:
                 out.write(json.dumps({
                     "report": title, "name": row.name, "rps": row.rps, "p99": row.pct(0.99),
                     "statements": row.statements, "cpu_per_1000": row.cpu_per_1000,
+                    "client_cpu_per_1000": row.client_cpu_per_1000,
                 }) + "\n")  # fmt: skip

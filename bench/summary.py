@@ -39,14 +39,15 @@ def main() -> None:
     print(f"\nCassandra I/O: gateway {io} (CASSANDRA_IO), driver baseline {baseline} (BENCH_BASELINE_IO)")
     print(
         f"{'case':<48} {'gw_rps':>7} {'drv_rps':>7} {'ratio':>6} {'gw_p99':>7} {'drv_p99':>7}"
-        f" {'stmts':>5} {'gw_cpu/1k':>9} {'drv_cpu/1k':>10}"
+        f" {'stmts':>5} {'gw_cpu/1k':>9} {'drv_cpu/1k':>10} {'client_cpu/1k':>13}"
     )
     for gateway, driver in pairs(rows):
         name = gateway["name"].removeprefix("gateway:").strip()[:48]
         if driver is None:
             print(
                 f"{name:<48} {gateway['rps']:>7.0f} {'':>7} {'':>6} {gateway['p99']:>7.1f} {'':>7}"
-                f" {gateway['statements']:>5.1f} {gateway['cpu_per_1000']:>9.2f}"
+                f" {gateway['statements']:>5.1f} {gateway['cpu_per_1000']:>9.2f} {'':>10}"
+                f" {gateway.get('client_cpu_per_1000', 0.0):>13.2f}"
             )
             continue
         ratio = gateway["rps"] / driver["rps"] if driver["rps"] else 0.0
@@ -54,6 +55,7 @@ def main() -> None:
             f"{name:<48} {gateway['rps']:>7.0f} {driver['rps']:>7.0f} {ratio:>6.2f}"
             f" {gateway['p99']:>7.1f} {driver['p99']:>7.1f} {gateway['statements']:>5.1f}"
             f" {gateway['cpu_per_1000']:>9.2f} {driver['cpu_per_1000']:>10.2f}"
+            f" {gateway.get('client_cpu_per_1000', 0.0):>13.2f}"
         )
 
 
