@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import brotli
@@ -40,8 +40,8 @@ class _Connection(asyncio.Protocol):
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses, but have its methods.
+        self.transport = cast(asyncio.Transport, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -19,9 +20,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 from cassandra.cluster import ResponseFuture
+from cassandra.segment import CrcException, SegmentCodec, compute_crc24
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway.app import SERVICES
-from gateway.db.loop_io import LoopConnection, LoopTimer
+from gateway.db.loop_io import SEGMENT_CODEC, LoopConnection, LoopTimer, crc24
 from gateway.db.session import CassandraUnavailable, Database
 from gateway.settings import Settings
 from tests.tcp_proxy import TcpProxy
@@ -76,6 +80,38 @@ async def test_the_served_gateway_talks_to_cassandra_on_its_own_loop(app: web.Ap
     assert all(isinstance(c, LoopConnection) and c._transport is not None for c in connections)
     control = db.session.cluster.control_connection._connection
     assert isinstance(control, LoopConnection)
+    # Protocol v5 segments, framed by the loop connections' own codec.
+    assert all(c._is_checksumming_enabled and c._segment_codec is SEGMENT_CODEC for c in connections)
+
+
+@given(st.integers(min_value=0, max_value=2**64 - 1), st.integers(min_value=0, max_value=8))
+def test_the_table_crc24_is_the_drivers(value: int, length: int) -> None:
+    assert crc24(value, length) == compute_crc24(value, length)
+
+
+@given(st.binary(max_size=512), st.sampled_from([0, 1, 2, 300, 128 * 1024 - 1, 128 * 1024, 300_000]))
+def test_segments_are_the_drivers_bytes_and_read_back(sample: bytes, length: int) -> None:
+    payload = (sample or b"\0") * (length // max(len(sample), 1) + 1)
+    payload = payload[:length]
+    ours, drivers = io.BytesIO(), io.BytesIO()
+    SEGMENT_CODEC.encode(ours, payload)
+    SegmentCodec().encode(drivers, payload)
+    assert ours.getvalue() == drivers.getvalue()
+    wire, read = io.BytesIO(ours.getvalue()), b""
+    while wire.tell() < len(ours.getvalue()):
+        header = SEGMENT_CODEC.decode_header(wire)
+        assert header.is_self_contained == (length <= 128 * 1024 - 1)
+        read += SEGMENT_CODEC.decode(wire, header).payload
+    assert read == payload
+
+
+def test_a_damaged_segment_header_is_refused() -> None:
+    wire = io.BytesIO()
+    SEGMENT_CODEC.encode(wire, b"a frame")
+    damaged = bytearray(wire.getvalue())
+    damaged[1] ^= 0x04
+    with pytest.raises(CrcException, match="CRC mismatch on header"):
+        SEGMENT_CODEC.decode_header(io.BytesIO(bytes(damaged)))
 
 
 async def test_thread_io_is_the_drivers_own(base_settings: Settings, server: object) -> None:
