@@ -406,6 +406,11 @@ def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | 
             {"after": None},
         ),
         (
+            """{ me { talkPartners(first: 50) { nodes { id lastMessageId lastMessageSender { login }
+              conversation { id unreadCount } } } } }""",
+            None,
+        ),
+        (
             """query($with: String!) { me { conversation(with: $with) { unreadCount
               messages(first: 50) { edges { cursor node { id content sentAt sender { login } } } } } } }""",
             {"with": partner},

@@ -270,7 +270,7 @@ class Database:
         timestamp: int | None = None,
     ) -> Result:
         """Run one prepared statement; returns its first page of rows."""
-        prepared = await self.prepare(cql)
+        prepared = self._prepared.get(cql) or await self.prepare(cql)
         bound = prepared.bind(params or ())
         if fetch_size is not None:
             bound.fetch_size = fetch_size

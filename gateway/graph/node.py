@@ -28,6 +28,8 @@ from strawberry.types import Info
 
 from gateway.errors import BadUserInput
 
+ID_DESCRIPTION = "Global id: opaque, stable, unique among all objects; `node(id:)` fetches it again."
+
 #: Longer ids cannot name anything we store; they are refused before decoding.
 MAX_ID_LENGTH = 1024
 
@@ -36,9 +38,7 @@ MAX_ID_LENGTH = 1024
     description="Anything with a global id that `Query.node` resolves (Relay object identification)."
 )
 class Node:
-    id: strawberry.ID = strawberry.field(
-        description="Global id: opaque, stable, unique among all objects; `node(id:)` fetches it again."
-    )
+    id: strawberry.ID = strawberry.field(description=ID_DESCRIPTION)
 
 
 def global_id(type_name: str, *parts: str) -> strawberry.ID:

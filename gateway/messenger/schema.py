@@ -11,7 +11,7 @@ from strawberry.types import Info
 
 from gateway.errors import NotFound
 from gateway.graph.context import Context, context_of
-from gateway.graph.node import Node, global_id
+from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.pagination import Connection, Edge, PageInfo, decode_position, page_size, position_cursor
 from gateway.graph.plain_fields import plain_reader
 from gateway.graph.selection import selects
@@ -143,10 +143,34 @@ class Conversation:
         )
 
 
+def _talk_partner_id(self: TalkPartner) -> strawberry.ID:
+    return global_id("TalkPartner", self._record.owner, self._record.partner)
+
+
+def _last_message(self: TalkPartner) -> str | None:
+    last = self._record.last_message
+    return last.content if last else None
+
+
+def _last_message_at(self: TalkPartner) -> datetime | None:
+    last = self._record.last_message
+    return last.sent_at if last else None
+
+
+def _last_message_id(self: TalkPartner) -> strawberry.ID | None:
+    last = self._record.last_message
+    return strawberry.ID(str(last.id)) if last else None
+
+
+def _conversation(self: TalkPartner) -> Conversation:
+    return Conversation.between(self._record.owner, self._record.partner, self._record)
+
+
 @strawberry.type(description="Someone you have talked with, with the conversation's latest state.")
 class TalkPartner(Node):
-    """The fields taken from the stored row are filled at construction: plain
-    attributes resolve on Strawberry's fast path."""
+    """Fields are read from the stored row when the query selects them (a page of 50
+    built every id, conversation and message id before, selected or not); they resolve
+    on the plain-fields path."""
 
     _record: strawberry.Private[PartnerRecord]
     #: Users prefetched by the list resolver; None: not prefetched.
@@ -162,14 +186,21 @@ class TalkPartner(Node):
         last = self._record.last_message
         return prefetched_user_or_none(info, self._users, last.sender if last else None)
 
+    id: strawberry.ID = strawberry.field(
+        resolver=_talk_partner_id, description=ID_DESCRIPTION, metadata=plain_reader(_talk_partner_id)
+    )
     partner: User | Awaitable[User] = strawberry.field(
         resolver=_partner,
         graphql_type=User,
         metadata=plain_reader(lambda p: read_prefetched(p._users, p._record.partner)),
     )
-    last_message: str | None
-    last_message_at: datetime | None
-    last_message_id: strawberry.ID | None
+    last_message: str | None = strawberry.field(resolver=_last_message, metadata=plain_reader(_last_message))
+    last_message_at: datetime | None = strawberry.field(
+        resolver=_last_message_at, metadata=plain_reader(_last_message_at)
+    )
+    last_message_id: strawberry.ID | None = strawberry.field(
+        resolver=_last_message_id, metadata=plain_reader(_last_message_id)
+    )
     last_message_sender: User | Awaitable[User | None] | None = strawberry.field(
         resolver=_last_message_sender,
         graphql_type=User | None,
@@ -184,22 +215,13 @@ class TalkPartner(Node):
     unread_since: datetime | None = strawberry.field(
         description="When the oldest unread message arrived; null when all is read."
     )
-    conversation: Conversation
+    conversation: Conversation = strawberry.field(
+        resolver=_conversation, metadata=plain_reader(_conversation)
+    )
 
     @classmethod
     def of(cls, record: PartnerRecord, users: Prefetched = None) -> TalkPartner:
-        last = record.last_message
-        return cls(
-            id=global_id("TalkPartner", record.owner, record.partner),
-            _record=record,
-            _users=users,
-            last_message=last.content if last else None,
-            last_message_at=last.sent_at if last else None,
-            last_message_id=strawberry.ID(str(last.id)) if last else None,
-            unread_count=record.unread,
-            unread_since=record.unread_since,
-            conversation=Conversation.between(record.owner, record.partner, record),
-        )
+        return cls(_record=record, _users=users, unread_count=record.unread, unread_since=record.unread_since)
 
     @classmethod
     async def list_of(cls, info: Info, records: list[PartnerRecord]) -> list[TalkPartner]:
