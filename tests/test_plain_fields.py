@@ -406,7 +406,7 @@ def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | 
             {"after": None},
         ),
         (
-            """{ me { talkPartners(first: 50) { nodes { id lastMessageId lastMessageSender { login }
+            """{ me { talkPartners(first: 50) { nodes { id lastMessageId lastMessageSender { id login }
               conversation { id unreadCount } } } } }""",
             None,
         ),

@@ -12,8 +12,8 @@ from strawberry.types import Info
 from gateway.errors import NotFound
 from gateway.graph import validation
 from gateway.graph.context import Context, context_of
-from gateway.graph.node import Node, global_id
-from gateway.graph.plain_fields import NOT_READ
+from gateway.graph.node import ID_DESCRIPTION, Node, global_id
+from gateway.graph.plain_fields import NOT_READ, plain_reader
 from gateway.ratelimit.policy import Limit
 from gateway.users import rules
 from gateway.users.loaders import user_loader
@@ -27,11 +27,19 @@ def service(context: Context) -> AccountService:
     )
 
 
+def _user_id(self: User) -> strawberry.ID:
+    return global_id("User", self.login)
+
+
 @strawberry.type(description="A registered user.")
 class User(Node):
     """The fields other domains add (``rooms``, ``posts`` ...) are joined onto this
-    type at the composition root, ``gateway/schema.py``."""
+    type at the composition root, ``gateway/schema.py``. The global id is made when
+    selected: pages of items carry their users, whose ids are seldom asked for."""
 
+    id: strawberry.ID = strawberry.field(
+        resolver=_user_id, description=ID_DESCRIPTION, metadata=plain_reader(_user_id)
+    )
     login: str
     firstname: str
     lastname: str
@@ -47,7 +55,6 @@ class User(Node):
     @classmethod
     def of(cls, record: UserRecord) -> User:
         return cls(
-            id=global_id("User", record.login),
             login=record.login,
             firstname=record.firstname,
             lastname=record.lastname,
