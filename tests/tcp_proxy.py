@@ -11,6 +11,9 @@ class TcpProxy:
         self.target = (target_host, target_port)
         #: Seconds each chunk waits before it is passed on, both ways (a slow network).
         self.latency = latency
+        #: When set, answers reach the client in pieces of at most this many bytes, each
+        #: after a short pause so that it is read on its own (a congested network).
+        self.answer_pieces = 0
         self.port = 0
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.Task[None]] = set()
@@ -69,8 +72,14 @@ class TcpProxy:
                     await asyncio.sleep(self.latency)
                 if not upstream and self._marker_sent.is_set():
                     continue  # answers are held back: the gateway never hears of them
-                writer.write(data)
-                await writer.drain()
+                if not upstream and self.answer_pieces:
+                    for start in range(0, len(data), self.answer_pieces):
+                        writer.write(data[start : start + self.answer_pieces])
+                        await writer.drain()
+                        await asyncio.sleep(0.002)
+                else:
+                    writer.write(data)
+                    await writer.drain()
                 if upstream and self._marker is not None:
                     window, tail = tail + data, (tail + data)[-len(self._marker) :]
                     if self._marker in window:

@@ -45,6 +45,7 @@ from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessa
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, dict_factory
 
 from gateway.db.loop_io import LoopConnection
+from gateway.db.segments import THREAD_CONNECTION
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -165,8 +166,10 @@ class Database:
         """Open the cluster connection (blocking). Raises CassandraUnavailable.
 
         ``connection_class``: the driver's connections by default (libev, on a
-        thread of their own); :meth:`LoopConnection.for_running_loop` serves them
-        on the event loop that awaits the results."""
+        thread of their own, with whole segment headers: ``gateway/db/segments.py``);
+        :meth:`LoopConnection.for_running_loop` serves them on the event loop that
+        awaits the results."""
+        connection_class = connection_class or THREAD_CONNECTION
         s = self.settings
         points = list(s.contact_points) or ["127.0.0.1"]
         policy = TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=s.local_dc))
@@ -177,11 +180,7 @@ class Database:
             consistency_level=ConsistencyLevel.name_to_value[s.consistency],
             serial_consistency_level=ConsistencyLevel.name_to_value[s.serial_consistency],
         )
-        auth = (
-            PlainTextAuthProvider(username=s.username, password=s.password or "")
-            if s.username
-            else None
-        )
+        auth = PlainTextAuthProvider(username=s.username, password=s.password or "") if s.username else None
         cluster = Cluster(
             contact_points=points,
             port=s.cassandra_port,
@@ -193,7 +192,7 @@ class Database:
             reconnection_policy=ExponentialReconnectionPolicy(0.5, 5.0),
             idle_heartbeat_interval=5,
             idle_heartbeat_timeout=s.request_timeout,
-            **({"connection_class": connection_class} if connection_class is not None else {}),
+            connection_class=connection_class,
         )
         try:
             session = cluster.connect()
@@ -303,9 +302,7 @@ class Database:
         )
         return [row for page in pages for row in page.rows]
 
-    async def batch(
-        self, statements: Sequence[tuple[str, Params]], *, logged: bool = True
-    ) -> Result:
+    async def batch(self, statements: Sequence[tuple[str, Params]], *, logged: bool = True) -> Result:
         """Several writes in one round trip (a logged batch is applied all-or-nothing, eventually)."""
         batch = BatchStatement(batch_type=BatchType.LOGGED if logged else BatchType.UNLOGGED)
         for cql, params in statements:
