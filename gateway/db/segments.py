@@ -3,7 +3,7 @@
 Protocol v5 wraps frames in segments, each with a 3-byte header and its CRC-24.
 :class:`WholeSegments` is mixed into the connection classes the gateway uses, on
 its event loop (:class:`gateway.db.loop_io.LoopConnection`) or on the driver's
-I/O thread (:data:`THREAD_CONNECTION`), for two things:
+I/O thread (:class:`ThreadConnection`), for two things:
 
 - **Reads that end within a segment header keep those bytes.** When fewer than
   a header's 6 bytes are buffered, the driver's ``_process_segment_buffer``
@@ -23,7 +23,6 @@ from typing import Any
 
 from cassandra import DriverException
 from cassandra.cluster import DefaultConnection
-from cassandra.connection import Connection
 from cassandra.segment import (
     CRC24_INIT,
     CRC24_LENGTH,
@@ -100,7 +99,7 @@ class WholeSegments:
     """Mixed in before the driver's connection class (see the module's docstring)."""
 
     def _enable_checksumming(self: Any) -> None:
-        Connection._enable_checksumming(self)
+        super()._enable_checksumming()  # type: ignore[misc]  # the driver's Connection, next in line
         if not self.compressor:
             self._segment_codec = SEGMENT_CODEC
 
@@ -111,11 +110,8 @@ class WholeSegments:
             io_buffer._segment_consumed = False
             io_buffer.io_buffer.seek(0)
             return
-        Connection._process_segment_buffer(self)
+        super()._process_segment_buffer()  # type: ignore[misc]
 
 
 class ThreadConnection(WholeSegments, DefaultConnection):  # type: ignore[misc]  # the driver is untyped
     """The driver's own connection (libev, on its I/O thread) with whole segment headers."""
-
-
-THREAD_CONNECTION: type[Connection] = ThreadConnection

@@ -45,7 +45,7 @@ from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessa
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, dict_factory
 
 from gateway.db.loop_io import LoopConnection
-from gateway.db.segments import THREAD_CONNECTION
+from gateway.db.segments import ThreadConnection
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -169,7 +169,7 @@ class Database:
         thread of their own, with whole segment headers: ``gateway/db/segments.py``);
         :meth:`LoopConnection.for_running_loop` serves them on the event loop that
         awaits the results."""
-        connection_class = connection_class or THREAD_CONNECTION
+        connection_class = connection_class or ThreadConnection
         s = self.settings
         points = list(s.contact_points) or ["127.0.0.1"]
         policy = TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=s.local_dc))

@@ -38,6 +38,7 @@ from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
+import strawberry
 from graphql import (
     ExecutionResult,
     GraphQLEnumType,
@@ -75,6 +76,13 @@ def plain_reader(read: Callable[[Any], Any]) -> dict[str, Any]:
     what the resolver would return when that needs no ``info`` (a value the source
     already holds), else :data:`NOT_READ`. It must not have side effects."""
     return {PLAIN_READER: read}
+
+
+def computed_field(compute: Callable[[Any], Any], **options: Any) -> Any:
+    """A ``strawberry.field`` whose value ``compute(source)`` makes from what the source
+    holds, only when selected: the executor calls it as the resolver, the plain-fields
+    path as the reader (so it must need no ``info`` and have no side effects)."""
+    return strawberry.field(resolver=compute, metadata=plain_reader(compute), **options)
 
 
 _LEAF = 0

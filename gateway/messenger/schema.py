@@ -13,7 +13,7 @@ from gateway.errors import NotFound
 from gateway.graph.context import Context, context_of
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.pagination import Connection, Edge, PageInfo, decode_position, page_size, position_cursor
-from gateway.graph.plain_fields import plain_reader
+from gateway.graph.plain_fields import computed_field, plain_reader
 from gateway.graph.selection import selects
 from gateway.messenger import rules
 from gateway.messenger.cursors import edges_by_recency, spot_cursor, spot_position
@@ -186,21 +186,15 @@ class TalkPartner(Node):
         last = self._record.last_message
         return prefetched_user_or_none(info, self._users, last.sender if last else None)
 
-    id: strawberry.ID = strawberry.field(
-        resolver=_talk_partner_id, description=ID_DESCRIPTION, metadata=plain_reader(_talk_partner_id)
-    )
+    id: strawberry.ID = computed_field(_talk_partner_id, description=ID_DESCRIPTION)
     partner: User | Awaitable[User] = strawberry.field(
         resolver=_partner,
         graphql_type=User,
         metadata=plain_reader(lambda p: read_prefetched(p._users, p._record.partner)),
     )
-    last_message: str | None = strawberry.field(resolver=_last_message, metadata=plain_reader(_last_message))
-    last_message_at: datetime | None = strawberry.field(
-        resolver=_last_message_at, metadata=plain_reader(_last_message_at)
-    )
-    last_message_id: strawberry.ID | None = strawberry.field(
-        resolver=_last_message_id, metadata=plain_reader(_last_message_id)
-    )
+    last_message: str | None = computed_field(_last_message)
+    last_message_at: datetime | None = computed_field(_last_message_at)
+    last_message_id: strawberry.ID | None = computed_field(_last_message_id)
     last_message_sender: User | Awaitable[User | None] | None = strawberry.field(
         resolver=_last_message_sender,
         graphql_type=User | None,
@@ -215,9 +209,7 @@ class TalkPartner(Node):
     unread_since: datetime | None = strawberry.field(
         description="When the oldest unread message arrived; null when all is read."
     )
-    conversation: Conversation = strawberry.field(
-        resolver=_conversation, metadata=plain_reader(_conversation)
-    )
+    conversation: Conversation = computed_field(_conversation)
 
     @classmethod
     def of(cls, record: PartnerRecord, users: Prefetched = None) -> TalkPartner:

@@ -13,7 +13,7 @@ from gateway.errors import NotFound
 from gateway.graph import validation
 from gateway.graph.context import Context, context_of
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
-from gateway.graph.plain_fields import NOT_READ, plain_reader
+from gateway.graph.plain_fields import NOT_READ, computed_field
 from gateway.ratelimit.policy import Limit
 from gateway.users import rules
 from gateway.users.loaders import user_loader
@@ -37,9 +37,7 @@ class User(Node):
     type at the composition root, ``gateway/schema.py``. The global id is made when
     selected: pages of items carry their users, whose ids are seldom asked for."""
 
-    id: strawberry.ID = strawberry.field(
-        resolver=_user_id, description=ID_DESCRIPTION, metadata=plain_reader(_user_id)
-    )
+    id: strawberry.ID = computed_field(_user_id, description=ID_DESCRIPTION)
     login: str
     firstname: str
     lastname: str
