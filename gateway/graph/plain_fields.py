@@ -35,13 +35,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 from operator import attrgetter
+from types import CoroutineType, GeneratorType
 from typing import Any
 from uuid import UUID
 
 import strawberry
 from graphql import (
     ExecutionResult,
+    GraphQLBoolean,
     GraphQLEnumType,
+    GraphQLID,
     GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
@@ -49,13 +52,14 @@ from graphql import (
     GraphQLResolveInfoHelpers,
     GraphQLScalarType,
     GraphQLSchema,
+    GraphQLString,
     OperationDefinitionNode,
     Undefined,
     VariableNode,
 )
 from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.language import FragmentDefinitionNode, SelectionSetNode
-from graphql.pyutils import Path, gather_with_cancel
+from graphql.pyutils import Path, gather_with_cancel, is_awaitable
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 #: Strawberry keeps a field's own definition in its graphql-core field's extensions.
@@ -97,13 +101,18 @@ _Plan = list["_Plain | None"]
 _ORDINARY = frozenset({str, int, float, bool, datetime, UUID})
 
 
+class _Slow(Exception):
+    """Raised inside a plain subtree: the whole field goes through ``execute_field``."""
+
+
 class _Plain:
     """How to produce one plain response key: ``read(source)``, then complete the value
-    with ``coerce`` (leaves) or ``plan`` (objects)."""
+    with ``coerce`` (leaves) or ``plan`` (objects). ``produce(source)`` does all that,
+    made once for the plan (see :func:`_producer`)."""
 
     __slots__ = (
-        "coerce", "is_type_of", "item_non_null", "kind", "non_null", "plan", "read", "response_key",
-        "typename",
+        "coerce", "is_type_of", "item_non_null", "kind", "non_null", "plan", "produce", "read",
+        "response_key", "typename",
     )  # fmt: skip
 
     def __init__(
@@ -128,6 +137,167 @@ class _Plain:
         self.is_type_of = is_type_of
         self.non_null = non_null
         self.item_non_null = item_non_null
+        self.produce = _producer(self)
+
+
+#: Types whose values are answered as they are by the scalar's output coercion, by its
+#: coercion function (graphql-core's: a ``str`` is a String or an ID, a ``bool`` a Boolean).
+_AS_THEY_ARE: dict[Callable[[Any], Any], frozenset[type]] = {
+    GraphQLString.coerce_output_value: frozenset({str}),
+    GraphQLID.coerce_output_value: frozenset({str}),
+    GraphQLBoolean.coerce_output_value: frozenset({bool}),
+}
+
+#: Types none of whose values is an error, awaitable or a marker (``NOT_READ``,
+#: ``Undefined``): seen once, then known by type.
+_SETTLED_TYPES: set[type] = set(_ORDINARY)
+
+
+def _settled(value: Any) -> bool:
+    """Whether a non-null value can be completed as it is: not an error, an awaitable or
+    a marker. By type once a type is known (an instance attribute ``__await__`` is not
+    looked for: Python awaits by type)."""
+    kind = type(value)
+    if kind in _SETTLED_TYPES:
+        return True
+    if value is NOT_READ or value is Undefined or isinstance(value, Exception) or is_awaitable(value):
+        return False
+    if (
+        kind is not object
+        and not hasattr(kind, "__await__")
+        and not issubclass(kind, BaseException | CoroutineType | GeneratorType)
+    ):
+        _SETTLED_TYPES.add(kind)
+    return True
+
+
+def _producer(plain: _Plain) -> Callable[[Any], Any]:
+    """``plain.produce``: the field's completed value from its source, or ``_Slow`` when
+    only ``execute_field`` may say (a null where the type forbids it, an error, an
+    awaitable, a value the scalar does not serialise, an object of another type)."""
+    kind = plain.kind
+    if kind == _TYPENAME:
+        typename = plain.typename
+        return lambda _source: typename
+    read = plain.read
+    non_null = plain.non_null
+    complete = _leaf_completer(plain.coerce) if kind in (_LEAF, _LEAF_LIST) else _object_completer(plain)
+    if kind == _LEAF:
+        as_they_are = _AS_THEY_ARE.get(plain.coerce, frozenset())
+
+        def produce_leaf(source: Any) -> Any:
+            try:
+                value = read(source)
+            except Exception:
+                raise _Slow from None
+            value_type = type(value)
+            if value_type in as_they_are:
+                return value
+            if value_type in _ORDINARY:
+                return complete(value)
+            if value is None:
+                if non_null:
+                    raise _Slow
+                return None
+            if not _settled(value):
+                raise _Slow
+            return complete(value)
+
+        return produce_leaf
+
+    if kind == _OBJECT:
+
+        def produce_object(source: Any) -> Any:
+            try:
+                value = read(source)
+            except Exception:
+                raise _Slow from None
+            if value is None:
+                if non_null:
+                    raise _Slow
+                return None
+            if type(value) not in _SETTLED_TYPES and not _settled(value):
+                raise _Slow
+            return complete(value)
+
+        return produce_object
+
+    item_non_null = plain.item_non_null
+
+    def produce_list(source: Any) -> Any:
+        try:
+            value = read(source)
+        except Exception:
+            raise _Slow from None
+        if value is None:
+            if non_null:
+                raise _Slow
+            return None
+        if not _settled(value) or not isinstance(value, list | tuple):
+            raise _Slow
+        items: list[Any] = []
+        append = items.append
+        for item in value:
+            if item is None:
+                if item_non_null:
+                    raise _Slow
+                append(None)
+            elif type(item) in _SETTLED_TYPES or _settled(item):
+                append(complete(item))
+            else:
+                raise _Slow
+        return items
+
+    return produce_list
+
+
+def _leaf_completer(coerce: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    as_they_are = _AS_THEY_ARE.get(coerce, frozenset())
+
+    def complete(value: Any) -> Any:
+        if type(value) in as_they_are:
+            return value
+        try:
+            coerced = coerce(value)
+        except Exception:
+            raise _Slow from None
+        if coerced is None or coerced is Undefined:
+            raise _Slow
+        return coerced
+
+    return complete
+
+
+def _object_completer(plain: _Plain) -> Callable[[Any], dict[str, Any]]:
+    is_type_of = plain.is_type_of
+    build = _dict_builder([(sub.response_key, sub.produce) for sub in plain.plan])
+    if is_type_of is None:
+        return build
+
+    def complete(value: Any) -> dict[str, Any]:
+        # Strawberry's own ``is_type_of`` is an isinstance check that ignores ``info``.
+        try:
+            matches = is_type_of(value, None)
+        except Exception:
+            raise _Slow from None
+        if matches is not True:
+            raise _Slow
+        return build(value)
+
+    return complete
+
+
+def _dict_builder(fields: list[tuple[str, Callable[[Any], Any]]]) -> Callable[[Any], dict[str, Any]]:
+    """``value -> {key: produce(value), ...}`` for the given fields, in their order, as one
+    dict display (a comprehension over the pairs costs twice as much per object)."""
+    namespace: dict[str, Any] = {}
+    entries = []
+    for n, (key, produce) in enumerate(fields):
+        namespace[f"k{n}"], namespace[f"p{n}"] = key, produce
+        entries.append(f"k{n}: p{n}(value)")
+    exec(f"def build(value):\n    return {{{', '.join(entries)}}}", namespace)
+    build: Callable[[Any], dict[str, Any]] = namespace["build"]
+    return build
 
 
 _SharedPlans = dict[tuple[Any, ...], "_Plan | None"]
@@ -181,10 +351,6 @@ def _variable_free(operation: OperationDefinitionNode, fragments: dict[str, Frag
                     return False
             pending.append(getattr(selection, "selection_set", None))
     return True
-
-
-class _Slow(Exception):
-    """Raised inside a plain subtree: the whole field goes through ``execute_field``."""
 
 
 def _unwrapped(output: GraphQLOutputType) -> tuple[GraphQLOutputType, bool]:
@@ -315,70 +481,6 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
             )  # fmt: skip
         return None
 
-    def _value(self, plain: _Plain, source: Any) -> Any:
-        """The field's completed value; raises ``_Slow`` when only ``execute_field`` may say."""
-        kind = plain.kind
-        if kind == _TYPENAME:
-            return plain.typename
-        try:
-            value = plain.read(source)
-        except Exception:
-            raise _Slow from None
-        if type(value) in _ORDINARY and kind == _LEAF:
-            # Neither null, nor an error or awaitable: straight to the scalar.
-            return self._leaf(plain.coerce, value)
-        if value is None:
-            if plain.non_null:
-                raise _Slow
-            return None
-        if value is NOT_READ or value is Undefined or isinstance(value, Exception):
-            raise _Slow
-        if self.is_awaitable(value):
-            raise _Slow
-        if kind == _LEAF:
-            return self._leaf(plain.coerce, value)
-        if kind == _OBJECT:
-            return self._object(plain, value)
-        if not isinstance(value, list | tuple):
-            raise _Slow
-        items: list[Any] = []
-        append = items.append
-        for item in value:
-            if item is None:
-                if plain.item_non_null:
-                    raise _Slow
-                append(None)
-            elif item is Undefined or isinstance(item, Exception) or self.is_awaitable(item):
-                raise _Slow
-            elif kind == _LEAF_LIST:
-                append(self._leaf(plain.coerce, item))
-            else:
-                append(self._object(plain, item))
-        return items
-
-    @staticmethod
-    def _leaf(coerce: Callable[[Any], Any], value: Any) -> Any:
-        try:
-            coerced = coerce(value)
-        except Exception:
-            raise _Slow from None
-        if coerced is None or coerced is Undefined:
-            raise _Slow
-        return coerced
-
-    def _object(self, plain: _Plain, source: Any) -> dict[str, Any]:
-        is_type_of = plain.is_type_of
-        if is_type_of is not None:
-            # Strawberry's own ``is_type_of`` is an isinstance check that ignores ``info``.
-            try:
-                matches = is_type_of(source, None)
-            except Exception:
-                raise _Slow from None
-            if matches is not True:
-                raise _Slow
-        value = self._value
-        return {sub.response_key: value(sub, source) for sub in plain.plan}
-
     def execute_fields(
         self,
         parent_type: GraphQLObjectType,
@@ -396,14 +498,13 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
         results: dict[str, Any] = {}
         is_awaitable = self.is_awaitable
         awaitable_fields: list[str] = []
-        value = self._value
         try:
             for plain, (response_name, field_details_list) in zip(
                 plan, grouped_field_set.items(), strict=True
             ):
                 if plain is not None:
                     try:
-                        results[response_name] = value(plain, source_value)
+                        results[response_name] = plain.produce(source_value)
                         continue
                     except _Slow:
                         pass
