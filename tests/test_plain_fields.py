@@ -40,6 +40,8 @@ from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.schema import build_schema
 from gateway.settings import Settings
 from tests.client import Account, Api
+from tests.mail_helpers import MARK
+from tests.mail_helpers import send as send_email
 from tests.test_rooms import POST, create_room
 
 
@@ -416,6 +418,17 @@ def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | 
             {"with": partner},
         ),
         (
+            """query($with: String!) { me { conversation(with: $with) { messages(first: 3) {
+              nodes { conversationId recipient { login } sentAt __typename id } } } } }""",
+            {"with": partner},
+        ),
+        (
+            """{ me { folders { label unreadCount } folder(label: "inbox") { emails(first: 20) {
+              edges { cursor node { id subject sentAt read hasAttachments from { login firstname } } }
+              pageInfo { hasNextPage endCursor } } } } }""",
+            None,
+        ),
+        (
             """query($n: String!) { room(name: $n) { __typename name participantCount
               h: messages(first: 50) { edges { c: cursor node { ...M author { __typename login } } }
               pageInfo { ...P } } } }
@@ -452,6 +465,8 @@ async def test_domain_corpus_is_byte_identical(
     room = await create_room(api, owner)
     for n in range(3):
         await api.ok(POST, {"r": room, "c": f"room message {n}"}, token=owner.token)
+    emails = [await send_email(api, partner, [owner.login], f"subject {n}") for n in range(3)]
+    await api.ok(MARK, {"id": emails[0]["id"], "read": True}, token=owner.token)
     settings = replace(base_settings)
     async with (
         _served(settings, build_schema(settings, plain_fields=True)) as fast,
@@ -461,6 +476,15 @@ async def test_domain_corpus_is_byte_identical(
         assert await _differences(fast, reference, corpus, owner.token) == []
         async with aiohttp.ClientSession() as http:
             body = json.loads(await _body(http, fast, *corpus[0], owner.token))
+            messages = json.loads(await _body(http, fast, *corpus[3], owner.token))
+            mailbox = json.loads(await _body(http, fast, *corpus[4], owner.token))
+    nodes = messages["data"]["me"]["conversation"]["messages"]["nodes"]
+    assert [node["recipient"]["login"] for node in nodes] == [partner.login, owner.login, owner.login]
+    assert {node["conversationId"] for node in nodes} == {":".join(sorted([owner.login, partner.login]))}
+    emails = mailbox["data"]["me"]["folder"]["emails"]["edges"]
+    assert [(edge["node"]["subject"], edge["node"]["read"]) for edge in emails] == [
+        ("subject 2", False), ("subject 1", False), ("subject 0", True),
+    ]  # fmt: skip
     edges = body["data"]["me"]["talkPartners"]["edges"]
     assert [edge["node"]["partner"]["login"] for edge in edges] == [partner.login]
     assert edges[0]["node"]["lastMessage"] == "hi back"

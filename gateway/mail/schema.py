@@ -16,7 +16,7 @@ from gateway.graph.context import Context, context_of
 from gateway.graph.cost import max_items
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
-from gateway.graph.plain_fields import plain_reader
+from gateway.graph.plain_fields import computed_field, plain_reader
 from gateway.graph.selection import selects
 from gateway.mail import rules
 from gateway.mail.links import DownloadLinks, SignedLink
@@ -99,36 +99,52 @@ class Attachment:
         )
 
 
+def _summary_id(self: EmailSummary) -> strawberry.ID:
+    return strawberry.ID(str(self._entry.id))
+
+
+def _subject(self: EmailSummary) -> str:
+    return self._entry.subject
+
+
+def _summary_sent_at(self: EmailSummary) -> datetime:
+    return self._entry.sent_at
+
+
+def _read(self: EmailSummary) -> bool:
+    return self._entry.read
+
+
+def _has_attachments(self: EmailSummary) -> bool:
+    return self._entry.has_attachments
+
+
 @strawberry.type(description="An email as a folder lists it.")
 class EmailSummary:
-    id: strawberry.ID
-    subject: str
-    sent_at: datetime
-    read: bool
-    has_attachments: bool
-    _sender: strawberry.Private[str]
+    """Fields are read from the folder's row when the query selects them, and resolve on
+    the plain-fields path."""
+
+    _entry: strawberry.Private[FolderEntry]
     #: Senders prefetched by the page resolver; None: not prefetched.
     _senders: strawberry.Private[Prefetched] = None
+
+    id: strawberry.ID = computed_field(_summary_id)
+    subject: str = computed_field(_subject)
+    sent_at: datetime = computed_field(_summary_sent_at)
+    read: bool = computed_field(_read)
+    has_attachments: bool = computed_field(_has_attachments)
 
     @strawberry.field(
         name="from",
         graphql_type=User,
-        metadata=plain_reader(lambda e: read_prefetched(e._senders, e._sender)),
+        metadata=plain_reader(lambda e: read_prefetched(e._senders, e._entry.sender)),
     )
     def from_(self, info: Info) -> User | Awaitable[User]:
-        return prefetched_user(info, self._senders, self._sender)
+        return prefetched_user(info, self._senders, self._entry.sender)
 
     @classmethod
     def of(cls, entry: FolderEntry, senders: Prefetched = None) -> EmailSummary:
-        return cls(
-            id=strawberry.ID(str(entry.id)),
-            subject=entry.subject,
-            sent_at=entry.sent_at,
-            read=entry.read,
-            has_attachments=entry.has_attachments,
-            _sender=entry.sender,
-            _senders=senders,
-        )
+        return cls(_entry=entry, _senders=senders)
 
 
 @strawberry.type(description="One email, as its sender or a recipient sees it.")

@@ -44,28 +44,41 @@ def service(context: Context) -> MessengerService:
 WithArgument = Annotated[str, strawberry.argument(name="with", description="The other user's login.")]
 
 
+def _message_id(self: DirectMessage) -> strawberry.ID:
+    return strawberry.ID(str(self._record.id))
+
+
+def _content(self: DirectMessage) -> str:
+    return self._record.content
+
+
+def _sent_at(self: DirectMessage) -> datetime:
+    return self._record.sent_at
+
+
+def _message_conversation_id(self: DirectMessage) -> strawberry.ID:
+    return strawberry.ID(self._record.conversation_id)
+
+
 @strawberry.type(description="A message between two users.")
 class DirectMessage:
-    id: strawberry.ID
-    content: str
-    sent_at: datetime
-    conversation_id: strawberry.ID = strawberry.field(
-        description="The conversation it belongs to (`smaller:bigger` login)."
-    )
+    """Fields are read from the stored message when the query selects them (a page
+    of 50 made every id and moment before, selected or not)."""
+
     _record: strawberry.Private[MessageRecord]
     #: Users prefetched by the page resolver; None: not prefetched.
     _users: strawberry.Private[Prefetched] = None
 
+    id: strawberry.ID = computed_field(_message_id)
+    content: str = computed_field(_content)
+    sent_at: datetime = computed_field(_sent_at)
+    conversation_id: strawberry.ID = computed_field(
+        _message_conversation_id, description="The conversation it belongs to (`smaller:bigger` login)."
+    )
+
     @classmethod
     def of(cls, record: MessageRecord, users: Prefetched = None) -> DirectMessage:
-        return cls(
-            id=strawberry.ID(str(record.id)),
-            content=record.content,
-            sent_at=record.sent_at,
-            conversation_id=strawberry.ID(record.conversation_id),
-            _record=record,
-            _users=users,
-        )
+        return cls(_record=record, _users=users)
 
     # sender and recipient return the prefetched user, or an awaitable that
     # graphql-core awaits: a page resolved from prefetched users needs no

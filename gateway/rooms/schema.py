@@ -17,7 +17,7 @@ from gateway.graph.pagination import (
     page_size,
     position_cursor,
 )
-from gateway.graph.plain_fields import plain_reader
+from gateway.graph.plain_fields import computed_field, plain_reader
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
 from gateway.rooms import rules
@@ -147,39 +147,47 @@ class Room(Node):
         )
 
 
+def _room_message_id(self: RoomMessage) -> strawberry.ID:
+    return strawberry.ID(str(self._record.id))
+
+
+def _room_message_content(self: RoomMessage) -> str:
+    return self._record.content
+
+
+def _system_message(self: RoomMessage) -> bool:
+    return self._record.system_message
+
+
+def _posted_at(self: RoomMessage) -> datetime:
+    return self._record.posted_at
+
+
 @strawberry.type(description="A message in a room; system messages (joins, leaves) have no author.")
 class RoomMessage:
-    """Fields other than ``author`` are filled at construction: plain attributes resolve
-    on Strawberry's fast path."""
+    """Fields are read from the stored message when the query selects them, and resolve
+    on the plain-fields path."""
 
-    id: strawberry.ID
-    content: str
-    system_message: bool
-    posted_at: datetime
+    _record: strawberry.Private[RoomMessageRecord]
+    id: strawberry.ID = computed_field(_room_message_id)
+    content: str = computed_field(_room_message_content)
+    system_message: bool = computed_field(_system_message)
+    posted_at: datetime = computed_field(_posted_at)
     room: Room = strawberry.field(description="The room as it stood when the message was read or delivered.")
-    _author_login: strawberry.Private[str | None]
     #: Authors prefetched by the page resolver; None: not prefetched.
     _authors: strawberry.Private[Prefetched] = None
 
     @classmethod
     def of(cls, record: RoomMessageRecord, room: Room, authors: Prefetched = None) -> RoomMessage:
-        return cls(
-            id=strawberry.ID(str(record.id)),
-            content=record.content,
-            system_message=record.system_message,
-            posted_at=record.posted_at,
-            room=room,
-            _author_login=record.author_login,
-            _authors=authors,
-        )
+        return cls(_record=record, room=room, _authors=authors)
 
     @strawberry.field(
         description="Null for system messages.",
         graphql_type=User | None,
-        metadata=plain_reader(lambda m: read_prefetched(m._authors, m._author_login)),
+        metadata=plain_reader(lambda m: read_prefetched(m._authors, m._record.author_login)),
     )
     def author(self, info: Info) -> User | Awaitable[User | None] | None:
-        return prefetched_user_or_none(info, self._authors, self._author_login)
+        return prefetched_user_or_none(info, self._authors, self._record.author_login)
 
 
 async def room_node(info: Info, name: str) -> Room | None:
