@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway.graph.scalars import parse_datetime, serialize_datetime
 
@@ -27,3 +29,13 @@ def test_whole_seconds_keep_their_milliseconds_and_round_trip() -> None:
     written = serialize_datetime(value)
     assert written == "2026-01-02T03:04:05.000Z"
     assert parse_datetime(written) == value
+
+
+ZONES = st.sampled_from([None, UTC, timezone(timedelta(hours=5, minutes=45))])
+
+
+@given(st.datetimes(min_value=datetime(1000, 1, 2), max_value=datetime(9999, 12, 30)), ZONES)
+def test_written_as_isoformat_in_utc_with_milliseconds(moment: datetime, zone: tzinfo | None) -> None:
+    value = moment.replace(tzinfo=zone)
+    in_utc = value if zone is None else value.astimezone(UTC).replace(tzinfo=None)
+    assert serialize_datetime(value) == in_utc.isoformat(timespec="milliseconds") + "Z"

