@@ -147,6 +147,17 @@ class Box(Named):
     )
 
 
+class _SubBox(Box):
+    """A subclass the schema does not know: graphql-core takes it for a Box."""
+
+
+def _inner_box(name: str, kind: type[Box] = Box) -> Box:
+    return kind(
+        name=name, size=0, holder=None, strict_holder=Holder(login="i", rank=1), contents=[],
+        maybe_contents=None, inner=None,
+    )  # fmt: skip
+
+
 def _box(n: int, **odd: Any) -> Box:
     values: dict[str, Any] = {
         "name": f"box {n}",
@@ -182,6 +193,9 @@ def _boxes() -> list[Box]:
         _box(7, contents=[_item(1, name=None)]),  # a null leaf inside a list's object
         _box(8, maybe_contents=(x for x in [_item(0)])),  # an iterable that is not a list
         _box(9, _prefetched=Holder(login="pre9", rank=2**40)),  # the reader's value fails a leaf
+        _box(10, inner=strawberry.cast(Holder, _inner_box("cast"))),  # a Box cast to another type
+        _box(11, inner=_inner_box("subclass", _SubBox)),  # an instance of a subclass
+        _box(12, inner=strawberry.cast(Box, _inner_box("cast to itself"))),
     ]
 
 
@@ -380,17 +394,21 @@ async def test_object_subtrees_are_read_in_place(base_settings: Settings) -> Non
         resolver_calls["holder"] = 0
         await _body(http, reference, query, None, None)
         reference_calls = resolver_calls["holder"]
-    assert reference_calls == 10
+    assert reference_calls == len(_boxes()) == 13
     # Boxes with a prefetched holder (odd numbers) are read; the resolver runs for the even
     # ones, which have nothing prefetched.
-    assert fast_calls == 5
+    assert fast_calls == sum(box._prefetched is None for box in _boxes()) == 7
     boxes = body["data"]["nullableBoxes"]
     assert boxes[1] == {"name": "box 1", "readHolder": {"login": "pre1"}, "strictHolder": {"login": "s1"},
                         "inner": {"size": -1}}  # fmt: skip
     assert boxes[2] is None  # the null strict holder nulls its box
     assert boxes[5]["inner"] is None and boxes[5]["readHolder"] == {"login": "pre5"}  # not a Box
+    assert boxes[10]["inner"] is None  # a Box cast to another type is not a Box
+    assert boxes[11]["inner"] == boxes[12]["inner"] == {"size": 0}
     paths = sorted(error["path"] for error in body["errors"])
-    assert paths == [["nullableBoxes", 2, "strictHolder"], ["nullableBoxes", 5, "inner"]]
+    assert paths == [
+        ["nullableBoxes", 2, "strictHolder"], ["nullableBoxes", 5, "inner"], ["nullableBoxes", 10, "inner"],
+    ]  # fmt: skip
 
 
 POSTS_AND_PARTNERS = """{ posts(first: 10) { nodes { slug body commentCount author { login } } }

@@ -60,7 +60,9 @@ from graphql import (
 from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.language import FragmentDefinitionNode, SelectionSetNode
 from graphql.pyutils import Path, gather_with_cancel, is_awaitable
+from graphql.type.scalars import GRAPHQL_MAX_INT, GRAPHQL_MIN_INT, serialize_int
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from strawberry.types.cast import TYPE_CAST_ATTRIBUTE
 
 #: Strawberry keeps a field's own definition in its graphql-core field's extensions.
 _STRAWBERRY_DEFINITION = "strawberry-definition"
@@ -111,8 +113,8 @@ class _Plain:
     made once for the plan (see :func:`_producer`)."""
 
     __slots__ = (
-        "coerce", "is_type_of", "item_non_null", "kind", "non_null", "plan", "produce", "read",
-        "response_key", "typename",
+        "coerce", "is_type_of", "item_non_null", "kind", "non_null", "origin", "plan", "produce",
+        "read", "response_key", "typename",
     )  # fmt: skip
 
     def __init__(
@@ -125,6 +127,7 @@ class _Plain:
         coerce: Callable[[Any], Any] = lambda value: value,
         plan: list[_Plain] | None = None,
         is_type_of: Callable[[Any, Any], Any] | None = None,
+        origin: type | None = None,
         non_null: bool = False,
         item_non_null: bool = False,
     ) -> None:
@@ -135,6 +138,7 @@ class _Plain:
         self.coerce = coerce
         self.plan = plan or []
         self.is_type_of = is_type_of
+        self.origin = origin
         self.non_null = non_null
         self.item_non_null = item_non_null
         self.produce = _producer(self)
@@ -251,8 +255,20 @@ def _producer(plain: _Plain) -> Callable[[Any], Any]:
     return produce_list
 
 
+def _int_output(value: Any) -> Any:
+    """graphql-core's Int output coercion, with an in-range ``int`` answered as it is."""
+    if type(value) is int and GRAPHQL_MIN_INT <= value <= GRAPHQL_MAX_INT:
+        return value
+    return serialize_int(value)
+
+
+#: Output coercions with a faster equivalent.
+_FASTER: dict[Callable[[Any], Any], Callable[[Any], Any]] = {serialize_int: _int_output}
+
+
 def _leaf_completer(coerce: Callable[[Any], Any]) -> Callable[[Any], Any]:
     as_they_are = _AS_THEY_ARE.get(coerce, frozenset())
+    coerce = _FASTER.get(coerce, coerce)
 
     def complete(value: Any) -> Any:
         if type(value) in as_they_are:
@@ -273,8 +289,13 @@ def _object_completer(plain: _Plain) -> Callable[[Any], dict[str, Any]]:
     build = _dict_builder([(sub.response_key, sub.produce) for sub in plain.plan])
     if is_type_of is None:
         return build
+    origin = plain.origin
 
     def complete(value: Any) -> dict[str, Any]:
+        if type(value) is origin and TYPE_CAST_ATTRIBUTE not in value.__dict__:
+            # What Strawberry's own check answers for an instance of the class itself
+            # that is not cast to another type, without its attribute lookups.
+            return build(value)
         # Strawberry's own ``is_type_of`` is an isinstance check that ignores ``info``.
         try:
             matches = is_type_of(value, None)
@@ -351,6 +372,18 @@ def _variable_free(operation: OperationDefinitionNode, fragments: dict[str, Frag
                     return False
             pending.append(getattr(selection, "selection_set", None))
     return True
+
+
+def _checked_origin(object_type: GraphQLObjectType) -> type | None:
+    """The class whose own instances, unless cast, Strawberry's ``is_type_of`` of the type
+    accepts (the type's own check, not one the class defines); None when unknown."""
+    definition = (object_type.extensions or {}).get(_STRAWBERRY_DEFINITION)
+    if definition is None or definition.is_type_of is not None:
+        return None
+    origin = definition.origin
+    if not isinstance(origin, type) or not origin.__dictoffset__ or hasattr(origin, TYPE_CAST_ATTRIBUTE):
+        return None
+    return origin
 
 
 def _unwrapped(output: GraphQLOutputType) -> tuple[GraphQLOutputType, bool]:
@@ -477,7 +510,8 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
                 return None
             return _Plain(
                 response_key, _OBJECT if kind == _LEAF else _OBJECT_LIST, read, plan=plan,
-                is_type_of=inner.is_type_of, non_null=non_null, item_non_null=item_non_null,
+                is_type_of=inner.is_type_of, origin=_checked_origin(inner), non_null=non_null,
+                item_non_null=item_non_null,
             )  # fmt: skip
         return None
 
