@@ -317,8 +317,9 @@ async def _body(
 #: Unexpected errors name their request (a random id per request): the one part that differs.
 _REQUEST_ID = re.compile(rb"[0-9a-f]{32}")
 #: In a document whose root fields load through one DataLoader (users, for posts' authors and
-#: talk partners), whether their keys share a batch depends on when each field's earlier reads
-#: answer: its statement count is left out of the comparison, its data and errors are not.
+#: talk partners; participant counts, for two lists of rooms), whether their keys share a batch
+#: depends on when each field's earlier reads answer: its statement count is left out of the
+#: comparison, its data and errors are not.
 _STATEMENTS = re.compile(rb'"statements":[0-9]+')
 
 
@@ -414,7 +415,9 @@ async def test_object_subtrees_are_read_in_place(base_settings: Settings) -> Non
 POSTS_AND_PARTNERS = """{ posts(first: 10) { nodes { slug body commentCount author { login } } }
   me { talkPartners(first: 5) { nodes { partner { login } lastMessageSender { login }
   conversation { id } } } } }"""
-SHARED_BATCHES = {POSTS_AND_PARTNERS}
+ROOM_LISTS = """{ rooms(first: 20) { edges { cursor node { id name participantCount creator { login } } } }
+  me { user { rooms(first: 5) { nodes { name participantCount } } } } }"""
+SHARED_BATCHES = {POSTS_AND_PARTNERS, ROOM_LISTS}
 
 
 def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | None]]:
@@ -462,6 +465,7 @@ def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | 
         ("{ me { user { login email l2: login __typename } } }", None),
         (POSTS_AND_PARTNERS, None),
         ("query($n: String!) { room(name: $n) { creator { login firstname } } }", {"n": room}),
+        (ROOM_LISTS, None),
         ("query($l: String!) { user(login: $l) { login firstname lastname } }", {"l": partner}),
     ]
 
@@ -494,6 +498,8 @@ async def test_domain_corpus_is_byte_identical(
         assert await _differences(fast, reference, corpus, owner.token) == []
         async with aiohttp.ClientSession() as http:
             body = json.loads(await _body(http, fast, *corpus[0], owner.token))
+            for query, variables in corpus:  # every query answers with data, not errors
+                assert "errors" not in json.loads(await _body(http, fast, query, variables, owner.token))
             messages = json.loads(await _body(http, fast, *corpus[3], owner.token))
             mailbox = json.loads(await _body(http, fast, *corpus[4], owner.token))
     nodes = messages["data"]["me"]["conversation"]["messages"]["nodes"]

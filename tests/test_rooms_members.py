@@ -105,6 +105,28 @@ async def test_user_rooms_page_by_name_and_cost_the_same_for_any_page_size(api: 
     assert small.statements == large.statements == 5
 
 
+async def test_listed_rooms_carry_each_their_own_participant_count(api: Api) -> None:
+    """A list loads its rooms' counts in one read with the list; each room keeps its own,
+    and a room fetched alone in the same request counts the same."""
+    collector = await api.sign_up("counter")
+    names = await asyncio.gather(*(create_room(api, collector) for _ in range(3)))
+    for extra, name in enumerate(names):
+        joiners = await asyncio.gather(*(api.sign_up("joiner") for _ in range(extra)))
+        await asyncio.gather(*(join(api, joiner, name) for joiner in joiners))
+    query = """query($l: String!, $n: String!) {
+      user(login: $l) { rooms(first: 10) { nodes { id name participantCount } } }
+      room(name: $n) { name participantCount }
+    }"""
+    response = await api.call(query, {"l": collector.login, "n": names[2]})
+    assert response.errors == []
+    listed = {node["name"]: node["participantCount"] for node in response.result["user"]["rooms"]["nodes"]}
+    assert listed == {names[0]: 1, names[1]: 2, names[2]: 3}
+    assert response.result["room"] == {"name": names[2], "participantCount": 3}
+    ids = [node["id"] for node in response.result["user"]["rooms"]["nodes"]]
+    found = await api.ok("query($id: ID!) { node(id: $id) { ... on Room { name } } }", {"id": ids[0]})
+    assert found["node"]["name"] in names
+
+
 async def test_many_users_rooms_in_one_request_share_their_batched_reads(api: Api) -> None:
     people = await asyncio.gather(*(api.sign_up("many") for _ in range(3)))
     names = await asyncio.gather(*(create_room(api, p) for p in people for _ in range(2)))

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable, Mapping
 from datetime import datetime
+from typing import Any, cast
+from uuid import UUID
 
 import strawberry
 from strawberry.types import Info
 
 from gateway.errors import BadUserInput, Forbidden, NotFound
 from gateway.graph.context import Context, context_of
-from gateway.graph.node import Node, global_id
+from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.pagination import (
     Connection,
     decode_position,
     page_size,
     position_cursor,
 )
-from gateway.graph.plain_fields import computed_field, plain_reader
+from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
 from gateway.rooms import rules
@@ -60,14 +62,36 @@ def service(context: Context) -> RoomService:
     )
 
 
+#: Participant counts by room id, loaded for a list's rooms; None: not loaded.
+Counts = Mapping[UUID, int] | None
+
+
+def _room_id(self: Room) -> strawberry.ID:
+    return global_id("Room", self._record.name)
+
+
+def _read_participant_count(room: Room) -> Any:
+    """The count ``list_of`` loaded with its page, else ``NOT_READ``."""
+    counts = room._counts
+    return counts[room._record.id] if counts is not None else NOT_READ
+
+
 @strawberry.type(description="A chat room. Anyone may see rooms and who is in them.")
 class Room(Node):
     """Fields known from the record are filled at construction: plain attributes resolve
-    on Strawberry's fast path."""
+    on the plain-fields path. A list's creators and participant counts are loaded with
+    the list (``list_of``), so its rooms need no awaitable each."""
 
     def _creator(self, info: Info) -> User | Awaitable[User]:
         return prefetched_user(info, self._users, self._record.creator_login)
 
+    def _participant_count(self, info: Info) -> int | Awaitable[int]:
+        count = _read_participant_count(self)
+        if count is not NOT_READ:
+            return cast(int, count)
+        return context_of(info).loader(participant_count_loader).load(self._record.id)
+
+    id: strawberry.ID = computed_field(_room_id, description=ID_DESCRIPTION)
     name: str
     banner: str | None
     created_at: datetime
@@ -76,32 +100,42 @@ class Room(Node):
         graphql_type=User,
         metadata=plain_reader(lambda r: read_prefetched(r._users, r._record.creator_login)),
     )
+    participant_count: int | Awaitable[int] = strawberry.field(
+        resolver=_participant_count,
+        graphql_type=int,
+        description="How many users are in the room.",
+        metadata=plain_reader(_read_participant_count),
+    )
     _record: strawberry.Private[RoomRecord]
     #: Users prefetched by ``list_of``.
     _users: strawberry.Private[Prefetched] = None
+    #: Participant counts prefetched by ``list_of``.
+    _counts: strawberry.Private[Counts] = None
 
     @classmethod
-    def of(cls, record: RoomRecord, users: Prefetched = None) -> Room:
+    def of(cls, record: RoomRecord, users: Prefetched = None, counts: Counts = None) -> Room:
         return cls(
-            id=global_id("Room", record.name),
             name=record.name,
             banner=record.banner,
             created_at=record.created_at,
             _record=record,
             _users=users,
+            _counts=counts,
         )
 
     @classmethod
     async def list_of(cls, info: Info, records: list[RoomRecord]) -> list[Room]:
-        """Rooms of a list, with the creators the query selects loaded in one batch."""
+        """Rooms of a list, with the creators and participant counts the query selects
+        loaded in one batch each (both batches go out together)."""
+        counting = None
+        if records and selects(info, "participantCount"):
+            ids = [record.id for record in records]
+            counting = context_of(info).loader(participant_count_loader).load_many(ids)
         users = None
         if selects(info, "creator"):
             users = await users_by_login(info, (r.creator_login for r in records))
-        return [cls.of(record, users) for record in records]
-
-    @strawberry.field(description="How many users are in the room.")
-    async def participant_count(self, info: Info) -> int:
-        return await context_of(info).loader(participant_count_loader).load(self._record.id)
+        counts = dict(zip(ids, await counting, strict=True)) if counting is not None else None
+        return [cls.of(record, users, counts) for record in records]
 
     @strawberry.field(description="Who is in the room, ordered by login.")
     async def participants(
