@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
+import orjson
 import strawberry
 from strawberry.types import Info
 
@@ -76,7 +77,9 @@ class Connection(Generic[T]):
 
 
 def encode_cursor(payload: dict[str, Any]) -> str:
-    raw = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+    """Compact JSON with sorted keys, as ``json.dumps`` writes it for the ASCII values
+    cursors hold, through ``orjson`` (a page of 20 encodes 20 cursors)."""
+    raw = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from uuid import uuid4
 
 import pytest
@@ -45,6 +46,14 @@ def test_json_cursors_round_trip() -> None:
     payload = {"n": "room-1", "o": 3}
     assert decode_cursor(encode_cursor(payload)) == payload
     assert decode_cursor(None) is None
+
+
+def test_json_cursors_are_the_compact_sorted_json_issued_before() -> None:
+    """Cursors already in clients' hands stay valid and equal: the same bytes as
+    ``json.dumps(..., separators=(",", ":"), sort_keys=True)`` for the ASCII values they hold."""
+    payload = {"n": "room-1", "i": str(uuid4()), "a": 3, "h": "ab" * 32}
+    written = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+    assert encode_cursor(payload) == base64.urlsafe_b64encode(written).decode().rstrip("=")
 
 
 @pytest.mark.parametrize("cursor", ["%%%", base64.urlsafe_b64encode(b"[1, 2]").decode(), "bnVsbA"])
