@@ -220,6 +220,15 @@ async def test_a_retried_client_message_id_stores_one_message(api: Api, app: web
         token=bob.token,
     )
     assert node["me"]["conversation"]["messages"]["nodes"] == [{"clientMessageId": None}]
+    # The sender sees each of their keys, on every message of a page.
+    mine = await api.ok(
+        "query($w: String!) { me { conversation(with: $w) {"
+        " messages(first: 5) { nodes { content clientMessageId } } } } }",
+        {"w": bob.login},
+        token=alice.token,
+    )
+    keys = [node["clientMessageId"] for node in mine["me"]["conversation"]["messages"]["nodes"]]
+    assert keys == ["outbox-2", "outbox-1"]
 
 
 async def test_a_send_that_failed_after_counting_heals_on_retry(api: Api, app: web.Application) -> None:

@@ -440,7 +440,7 @@ def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | 
         ),
         (
             """query($with: String!) { me { conversation(with: $with) { messages(first: 3) {
-              nodes { conversationId recipient { login } sentAt __typename id } } } } }""",
+              nodes { conversationId recipient { login } sentAt __typename id clientMessageId } } } } }""",
             {"with": partner},
         ),
         (
@@ -473,10 +473,11 @@ def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | 
 @pytest.fixture
 async def two_users(api: Api) -> tuple[Account, Account]:
     owner, partner = await api.sign_up("plo"), await api.sign_up("plp")
-    send = "mutation($to: String!, $c: String!) { sendMessage(to: $to, content: $c) { id } }"
+    send = """mutation($to: String!, $c: String!, $k: String) {
+      sendMessage(to: $to, content: $c, clientMessageId: $k) { id } }"""
     for n in range(3):
-        await api.ok(send, {"to": owner.login, "c": f"hello {n} ü"}, token=partner.token)
-    await api.ok(send, {"to": partner.login, "c": "hi back"}, token=owner.token)
+        await api.ok(send, {"to": owner.login, "c": f"hello {n} ü", "k": f"partner-{n}"}, token=partner.token)
+    await api.ok(send, {"to": partner.login, "c": "hi back", "k": "owner-1"}, token=owner.token)
     return owner, partner
 
 
@@ -504,6 +505,7 @@ async def test_domain_corpus_is_byte_identical(
             mailbox = json.loads(await _body(http, fast, *corpus[4], owner.token))
     nodes = messages["data"]["me"]["conversation"]["messages"]["nodes"]
     assert [node["recipient"]["login"] for node in nodes] == [partner.login, owner.login, owner.login]
+    assert [node["clientMessageId"] for node in nodes] == ["owner-1", None, None]  # the owner asks
     assert {node["conversationId"] for node in nodes} == {":".join(sorted([owner.login, partner.login]))}
     emails = mailbox["data"]["me"]["folder"]["emails"]["edges"]
     assert [(edge["node"]["subject"], edge["node"]["read"]) for edge in emails] == [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 import strawberry
 from strawberry.types import Info
@@ -13,7 +13,7 @@ from gateway.errors import NotFound
 from gateway.graph.context import Context, context_of
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.pagination import Connection, Edge, PageInfo, decode_position, page_size, position_cursor
-from gateway.graph.plain_fields import computed_field, plain_reader
+from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
 from gateway.graph.selection import selects
 from gateway.messenger import rules
 from gateway.messenger.cursors import edges_by_recency, spot_cursor, spot_position
@@ -60,14 +60,45 @@ def _message_conversation_id(self: DirectMessage) -> strawberry.ID:
     return strawberry.ID(self._record.conversation_id)
 
 
+def _read_client_message_id(self: DirectMessage) -> Any:
+    """The sender's key when the page resolver told who is asking, else ``NOT_READ``."""
+    viewer = self._viewer
+    if viewer is None:
+        return NOT_READ
+    return self._record.client_message_id if viewer == self._record.sender else None
+
+
 @strawberry.type(description="A message between two users.")
 class DirectMessage:
     """Fields are read from the stored message when the query selects them (a page
-    of 50 made every id and moment before, selected or not)."""
+    of 50 made every id and moment before, selected or not).
+
+    The user fields return the prefetched user, or an awaitable that graphql-core
+    awaits, and ``clientMessageId`` the value for the viewer the page resolver passed,
+    or an awaitable that asks for the viewer: a page needs no awaitable per message.
+    They are declared as annotated fields to keep the schema's field order."""
 
     _record: strawberry.Private[MessageRecord]
     #: Users prefetched by the page resolver; None: not prefetched.
     _users: strawberry.Private[Prefetched] = None
+    #: Who is asking, when the page resolver knows; None: not known here.
+    _viewer: strawberry.Private[str | None] = None
+
+    def _sender(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._record.sender)
+
+    def _recipient(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._record.recipient)
+
+    def _client_message_id(self, info: Info) -> str | Awaitable[str | None] | None:
+        known = _read_client_message_id(self)
+        if known is not NOT_READ:
+            return cast(str | None, known)
+        return self._client_message_id_for_viewer(info)
+
+    async def _client_message_id_for_viewer(self, info: Info) -> str | None:
+        viewer = await context_of(info).viewer()
+        return self._record.client_message_id if viewer == self._record.sender else None
 
     id: strawberry.ID = computed_field(_message_id)
     content: str = computed_field(_content)
@@ -75,34 +106,27 @@ class DirectMessage:
     conversation_id: strawberry.ID = computed_field(
         _message_conversation_id, description="The conversation it belongs to (`smaller:bigger` login)."
     )
+    sender: User | Awaitable[User] = strawberry.field(
+        resolver=_sender,
+        graphql_type=User,
+        metadata=plain_reader(lambda m: read_prefetched(m._users, m._record.sender)),
+    )
+    recipient: User | Awaitable[User] = strawberry.field(
+        resolver=_recipient,
+        graphql_type=User,
+        metadata=plain_reader(lambda m: read_prefetched(m._users, m._record.recipient)),
+    )
+    client_message_id: str | Awaitable[str | None] | None = strawberry.field(
+        resolver=_client_message_id,
+        graphql_type=str | None,
+        description="The key the sender's client sent it with (to match an optimistic update); "
+        "null for anyone but the sender.",
+        metadata=plain_reader(_read_client_message_id),
+    )
 
     @classmethod
-    def of(cls, record: MessageRecord, users: Prefetched = None) -> DirectMessage:
-        return cls(_record=record, _users=users)
-
-    # sender and recipient return the prefetched user, or an awaitable that
-    # graphql-core awaits: a page resolved from prefetched users needs no
-    # awaitable per message.
-
-    @strawberry.field(
-        graphql_type=User, metadata=plain_reader(lambda m: read_prefetched(m._users, m._record.sender))
-    )
-    def sender(self, info: Info) -> User | Awaitable[User]:
-        return prefetched_user(info, self._users, self._record.sender)
-
-    @strawberry.field(
-        graphql_type=User, metadata=plain_reader(lambda m: read_prefetched(m._users, m._record.recipient))
-    )
-    def recipient(self, info: Info) -> User | Awaitable[User]:
-        return prefetched_user(info, self._users, self._record.recipient)
-
-    @strawberry.field(
-        description="The key the sender's client sent it with (to match an optimistic update); "
-        "null for anyone but the sender."
-    )
-    async def client_message_id(self, info: Info) -> str | None:
-        viewer = await context_of(info).viewer()
-        return self._record.client_message_id if viewer == self._record.sender else None
+    def of(cls, record: MessageRecord, users: Prefetched = None, viewer: str | None = None) -> DirectMessage:
+        return cls(_record=record, _users=users, _viewer=viewer)
 
 
 @strawberry.type(description="Your conversation with one other user.")
@@ -145,13 +169,15 @@ class Conversation:
         page = await context_of(info).store(MessengerStore).messages_page(
             str(self.id), first=size, after=position
         )
+        # Who is asking, once for the page, when its messages show their senders' keys.
+        viewer = await context_of(info).viewer() if page.items and selects(info, "clientMessageId") else None
         users = None
         if page.items and (selects(info, "sender") or selects(info, "recipient")):
             users = await users_by_login(
                 info, {login for _, r in page.items for login in (r.sender, r.recipient)}
             )
         return Connection.of(
-            [(position_cursor(at), DirectMessage.of(record, users)) for at, record in page.items],
+            [(position_cursor(at), DirectMessage.of(record, users, viewer)) for at, record in page.items],
             page.has_next,
         )
 
