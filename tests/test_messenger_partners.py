@@ -123,6 +123,16 @@ async def test_a_page_costs_the_same_statements_for_5_and_50(api: Api) -> None:
         token=owner.token,
     )
     assert deeper.statements == 4
+    # Each partner's conversation answers from the page's rows and users: nothing more is read.
+    conversations = await api.call(
+        """{ me { talkPartners(first: 50) { nodes { partner { login }
+          conversation { id unreadCount unreadSince with { login firstname } } } } } }""",
+        token=owner.token,
+    )
+    nodes = conversations.result["me"]["talkPartners"]["nodes"]
+    assert all(n["conversation"]["with"]["login"] == n["partner"]["login"] for n in nodes)
+    assert all(n["conversation"]["unreadCount"] == 1 and n["conversation"]["unreadSince"] for n in nodes)
+    assert conversations.statements == 4
 
 
 async def test_a_send_costs_what_it_cost_before_the_index(api: Api) -> None:

@@ -430,7 +430,7 @@ def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | 
         ),
         (
             """{ me { talkPartners(first: 50) { nodes { id lastMessageId lastMessageSender { id login }
-              conversation { id unreadCount } } } } }""",
+              conversation { id unreadCount unreadSince with { login } } } } } }""",
             None,
         ),
         (

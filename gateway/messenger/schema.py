@@ -30,7 +30,6 @@ from gateway.users.schema import (
     prefetched_user,
     prefetched_user_or_none,
     read_prefetched,
-    require_user,
     users_by_login,
 )
 
@@ -129,18 +128,36 @@ class DirectMessage:
         return cls(_record=record, _users=users, _viewer=viewer)
 
 
+def _read_unread_count(self: Conversation) -> Any:
+    return self._state.unread if self._state is not None else NOT_READ
+
+
+def _read_unread_since(self: Conversation) -> Any:
+    return self._state.unread_since if self._state is not None else NOT_READ
+
+
 @strawberry.type(description="Your conversation with one other user.")
 class Conversation:
-    id: strawberry.ID = strawberry.field(description="`smaller:bigger` of the two logins.")
+    """Reached from a talk partner, it holds the partner's row and users the list
+    loaded: its fields answer on the plain-fields path. Reached alone, they load."""
+
     _owner: strawberry.Private[str]
     _partner: strawberry.Private[str]
     #: The owner's talk-partner row when the caller already has it (talkPartners).
     _state: strawberry.Private[PartnerRecord | None] = None
+    #: Users prefetched by a talk partners list; None: not prefetched.
+    _users: strawberry.Private[Prefetched] = None
 
     @classmethod
-    def between(cls, owner: str, partner: str, state: PartnerRecord | None = None) -> Conversation:
+    def between(
+        cls, owner: str, partner: str, state: PartnerRecord | None = None, users: Prefetched = None
+    ) -> Conversation:
         return cls(
-            id=strawberry.ID(conversation_id(owner, partner)), _owner=owner, _partner=partner, _state=state
+            id=strawberry.ID(conversation_id(owner, partner)),
+            _owner=owner,
+            _partner=partner,
+            _state=state,
+            _users=users,
         )
 
     async def _unread(self, info: Info) -> PartnerRecord:
@@ -148,17 +165,43 @@ class Conversation:
             self._state = await context_of(info).loader(partner_loader).load((self._owner, self._partner))
         return self._state
 
-    @strawberry.field(name="with", description="The other user.")
-    async def with_(self, info: Info) -> User:
-        return await require_user(info, self._partner)
+    def _with(self, info: Info) -> User | Awaitable[User]:
+        return prefetched_user(info, self._users, self._partner)
 
-    @strawberry.field(description="Messages from the other user you have not read.")
-    async def unread_count(self, info: Info) -> int:
+    def _unread_count(self, info: Info) -> int | Awaitable[int]:
+        known = _read_unread_count(self)
+        return cast(int, known) if known is not NOT_READ else self._loaded_unread_count(info)
+
+    async def _loaded_unread_count(self, info: Info) -> int:
         return (await self._unread(info)).unread
 
-    @strawberry.field(description="When the oldest unread message arrived; null when all is read.")
-    async def unread_since(self, info: Info) -> datetime | None:
+    def _unread_since(self, info: Info) -> datetime | Awaitable[datetime | None] | None:
+        known = _read_unread_since(self)
+        return cast(datetime | None, known) if known is not NOT_READ else self._loaded_unread_since(info)
+
+    async def _loaded_unread_since(self, info: Info) -> datetime | None:
         return (await self._unread(info)).unread_since
+
+    id: strawberry.ID = strawberry.field(description="`smaller:bigger` of the two logins.")
+    with_: User | Awaitable[User] = strawberry.field(
+        resolver=_with,
+        name="with",
+        graphql_type=User,
+        description="The other user.",
+        metadata=plain_reader(lambda c: read_prefetched(c._users, c._partner)),
+    )
+    unread_count: int | Awaitable[int] = strawberry.field(
+        resolver=_unread_count,
+        graphql_type=int,
+        description="Messages from the other user you have not read.",
+        metadata=plain_reader(_read_unread_count),
+    )
+    unread_since: datetime | Awaitable[datetime | None] | None = strawberry.field(
+        resolver=_unread_since,
+        graphql_type=datetime | None,
+        description="When the oldest unread message arrived; null when all is read.",
+        metadata=plain_reader(_read_unread_since),
+    )
 
     @strawberry.field(description="Newest first.")
     async def messages(
@@ -202,7 +245,7 @@ def _last_message_id(self: TalkPartner) -> strawberry.ID | None:
 
 
 def _conversation(self: TalkPartner) -> Conversation:
-    return Conversation.between(self._record.owner, self._record.partner, self._record)
+    return Conversation.between(self._record.owner, self._record.partner, self._record, self._users)
 
 
 @strawberry.type(description="Someone you have talked with, with the conversation's latest state.")
@@ -259,7 +302,7 @@ class TalkPartner(Node):
         """Talk partners of a list, with the users the query selects loaded in one
         batch for the whole list."""
         logins: set[str] = set()
-        if selects(info, "partner"):
+        if selects(info, "partner") or selects(info, "with"):  # the user, or its conversation's
             logins.update(r.partner for r in records)
         if selects(info, "lastMessageSender"):
             logins.update(r.last_message.sender for r in records if r.last_message)
