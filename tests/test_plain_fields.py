@@ -42,6 +42,7 @@ from gateway.settings import Settings
 from tests.client import Account, Api
 from tests.mail_helpers import MARK
 from tests.mail_helpers import send as send_email
+from tests.test_blog_support import comment, publish
 from tests.test_rooms import POST, create_room
 
 
@@ -420,7 +421,7 @@ ROOM_LISTS = """{ rooms(first: 20) { edges { cursor node { id name participantCo
 SHARED_BATCHES = {POSTS_AND_PARTNERS, ROOM_LISTS}
 
 
-def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | None]]:
+def _domain_corpus(partner: str, room: str, slug: str) -> list[tuple[str, dict[str, Any] | None]]:
     return [
         (
             """query($after: String) { me { talkPartners(first: 50, after: $after) {
@@ -466,6 +467,12 @@ def _domain_corpus(partner: str, room: str) -> list[tuple[str, dict[str, Any] | 
         (POSTS_AND_PARTNERS, None),
         ("query($n: String!) { room(name: $n) { creator { login firstname } } }", {"n": room}),
         (ROOM_LISTS, None),
+        (
+            """query($s: String!) { post(slug: $s) { title commentCount author { login }
+              comments(first: 10) { edges { cursor node { id commenterName text postedAt __typename } } }
+            } }""",
+            {"s": slug},
+        ),
         ("query($l: String!) { user(login: $l) { login firstname lastname } }", {"l": partner}),
     ]
 
@@ -489,13 +496,16 @@ async def test_domain_corpus_is_byte_identical(
     for n in range(3):
         await api.ok(POST, {"r": room, "c": f"room message {n}"}, token=owner.token)
     emails = [await send_email(api, partner, [owner.login], f"subject {n}") for n in range(3)]
+    slug = (await publish(api, owner.token))["slug"]
+    for n in range(2):
+        await comment(api, slug, name=f"reader {n}", text=f"comment {n} ü")
     await api.ok(MARK, {"id": emails[0]["id"], "read": True}, token=owner.token)
     settings = replace(base_settings)
     async with (
         _served(settings, build_schema(settings, plain_fields=True)) as fast,
         _served(settings, build_schema(settings, plain_fields=False)) as reference,
     ):
-        corpus = _domain_corpus(partner.login, room)
+        corpus = _domain_corpus(partner.login, room, slug)
         assert await _differences(fast, reference, corpus, owner.token) == []
         async with aiohttp.ClientSession() as http:
             body = json.loads(await _body(http, fast, *corpus[0], owner.token))

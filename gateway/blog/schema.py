@@ -19,7 +19,7 @@ from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, page_size, position_cursor
-from gateway.graph.plain_fields import NOT_READ, plain_reader
+from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
 from gateway.users.schema import User, require_user, users_by_login
@@ -35,21 +35,36 @@ def _known(value: Any) -> Any:
     return NOT_READ if value is None else value
 
 
+def _comment_id(self: Comment) -> strawberry.ID:
+    return strawberry.ID(str(self._record.id))
+
+
+def _commenter_name(self: Comment) -> str:
+    return self._record.name
+
+
+def _comment_text(self: Comment) -> str:
+    return self._record.text
+
+
+def _comment_posted_at(self: Comment) -> datetime:
+    return self._record.posted_at
+
+
 @strawberry.type(description="A comment on a post. The commenter's email is stored, never shown.")
 class Comment:
-    id: strawberry.ID = strawberry.field(description="A time-based UUID.")
-    commenter_name: str
-    text: str
-    posted_at: datetime
+    """Fields are read from the stored comment when the query selects them, and resolve
+    on the plain-fields path."""
+
+    _record: strawberry.Private[CommentRecord]
+    id: strawberry.ID = computed_field(_comment_id, description="A time-based UUID.")
+    commenter_name: str = computed_field(_commenter_name)
+    text: str = computed_field(_comment_text)
+    posted_at: datetime = computed_field(_comment_posted_at)
 
     @classmethod
     def of(cls, record: CommentRecord) -> Comment:
-        return cls(
-            id=strawberry.ID(str(record.id)),
-            commenter_name=record.name,
-            text=record.text,
-            posted_at=record.posted_at,
-        )
+        return cls(_record=record)
 
 
 @strawberry.type(description="A blog post, addressed by its slug.")
