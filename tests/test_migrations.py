@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from dataclasses import replace
 
+import pytest
+
 from gateway.db.migrations import drop_keyspace, load_migrations, migrate, split_statements
-from gateway.db.session import Database
+from gateway.db.session import Database, qualified
 from gateway.settings import Settings
 
 
@@ -36,3 +39,55 @@ async def test_migrate_twice_changes_nothing(base_settings: Settings) -> None:
     finally:
         await asyncio.to_thread(drop_keyspace, db, keyspace)
         await asyncio.to_thread(db.shutdown)
+
+
+async def test_statements_name_their_keyspace_and_draw_no_warning(
+    base_settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The stores' CQL names no keyspace: each Database prepares it with its tables
+    qualified. Two keyspaces in one process read their own rows through the same text,
+    and Cassandra sends no advice to qualify table names (the same condition makes it
+    log an ERROR for every statement, every minute)."""
+    keyspaces = [f"qual_{uuid.uuid4().hex[:10]}" for _ in range(2)]
+    dbs = [Database(replace(base_settings, keyspace=keyspace)) for keyspace in keyspaces]
+    try:
+        for db, keyspace in zip(dbs, keyspaces, strict=True):
+            await asyncio.to_thread(db.connect)
+            await asyncio.to_thread(migrate, db, keyspace)
+        insert = "INSERT INTO schema_migrations (version, checksum) VALUES (?, ?)"
+        await dbs[0].execute(insert, ("999_only_in_the_first", "x"))
+        with caplog.at_level(logging.WARNING, logger="cassandra"):
+            versions = [
+                {row["version"] for row in await db.execute_all("SELECT version FROM schema_migrations")}
+                for db in dbs
+            ]
+            prepared = await dbs[1].prepare("SELECT version FROM schema_migrations")
+        assert "999_only_in_the_first" in versions[0]
+        assert versions[1] == versions[0] - {"999_only_in_the_first"}
+        assert prepared.query_string == f"SELECT version FROM {keyspaces[1]}.schema_migrations"
+        assert [r.getMessage() for r in caplog.records if "keyspace" in r.getMessage().lower()] == []
+    finally:
+        for db, keyspace in zip(dbs, keyspaces, strict=True):
+            if db.connected:
+                await asyncio.to_thread(drop_keyspace, db, keyspace)
+                await asyncio.to_thread(db.shutdown)
+
+
+@pytest.mark.parametrize(
+    ("cql", "expected"),
+    [
+        ("SELECT a, b FROM t WHERE k = ?", "SELECT a, b FROM ks.t WHERE k = ?"),
+        ("SELECT COUNT(*) AS n FROM t WHERE k = ?", "SELECT COUNT(*) AS n FROM ks.t WHERE k = ?"),
+        ("INSERT INTO t (a) VALUES (?) IF NOT EXISTS", "INSERT INTO ks.t (a) VALUES (?) IF NOT EXISTS"),
+        ("INSERT INTO t(a) VALUES (?)", "INSERT INTO ks.t(a) VALUES (?)"),
+        ("UPDATE t USING TTL ? SET a = ? WHERE k = ?", "UPDATE ks.t USING TTL ? SET a = ? WHERE k = ?"),
+        ("DELETE FROM t WHERE k = ?", "DELETE FROM ks.t WHERE k = ?"),
+        ("DELETE a, b FROM t WHERE k = ?", "DELETE a, b FROM ks.t WHERE k = ?"),
+        ("select a\n  from t where k = ?", "select a\n  from ks.t where k = ?"),
+        ("SELECT release_version FROM system.local", "SELECT release_version FROM system.local"),
+        ("UPDATE other.t SET a = ? WHERE k = ?", "UPDATE other.t SET a = ? WHERE k = ?"),
+        ("CREATE TABLE t (k int PRIMARY KEY)", None),  # not a statement the stores prepare
+    ],
+)
+def test_qualified_names_the_first_table_in_the_keyspace(cql: str, expected: str | None) -> None:
+    assert qualified(cql, "ks") == expected

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import re
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextvars import ContextVar
@@ -54,19 +55,32 @@ Row = dict[str, Any]
 T = TypeVar("T")
 
 
-class _PreparedKeyspaceWarningFilter(logging.Filter):
-    """Drops Cassandra's once-per-connection advice to qualify table names.
-
-    The CQL here is keyspace-independent on purpose (the same statements serve
-    the embedded node, throwaway test keyspaces and a real cluster); the keyspace
-    is sent with each PREPARE, so the ambiguity the warning is about cannot arise.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "`USE <keyspace>` with prepared statements" not in record.getMessage()
+#: The table a DML statement names first: after SELECT ... FROM, INSERT INTO, UPDATE or
+#: DELETE ... FROM, a name, qualified already when a keyspace and a dot precede it.
+_TABLE = re.compile(
+    r"^(\s*(?:SELECT\s.*?\sFROM|INSERT\s+INTO|UPDATE|DELETE(?:\s.*?)?\sFROM)\s+)"
+    r"([A-Za-z_][A-Za-z0-9_]*\.)?([A-Za-z_][A-Za-z0-9_]*)(?=[\s(;]|$)",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
-logging.getLogger("cassandra.protocol").addFilter(_PreparedKeyspaceWarningFilter())
+def qualified(cql: str, keyspace: str) -> str | None:
+    """``cql`` with its table named in ``keyspace`` (``SELECT ... FROM ks.table``), as it
+    is when it names its keyspace already, or None when it names no table this way.
+
+    The stores' CQL is keyspace-independent (the same statements serve the embedded
+    node, throwaway test keyspaces and a real cluster). Prepared unqualified, with the
+    keyspace sent in the PREPARE, Cassandra answers right but logs an ERROR for every
+    statement each minute ("Tried to execute a prepared unqualified statement on a
+    keyspace it was not prepared on"), warns that a keyspace in the query options is
+    dangerous, and sends each connection advice to qualify table names. Qualified
+    statements are what it asks for."""
+    match = _TABLE.match(cql)
+    if match is None:
+        return None
+    if match.group(2):
+        return cql
+    return f"{match.group(1)}{keyspace}.{match.group(3)}{cql[match.end() :]}"
 
 
 class CassandraUnavailable(Exception):
@@ -208,8 +222,9 @@ class Database:
         await asyncio.to_thread(self.connect, io)
 
     def use_keyspace(self, keyspace: str) -> None:
-        """Statements are prepared against ``keyspace``: it travels with each PREPARE
-        (protocol v5), instead of a session-wide ``USE`` that Cassandra 5 warns about."""
+        """Statements are prepared against ``keyspace``: their tables are qualified with
+        it (:func:`qualified`), instead of a session-wide ``USE`` that Cassandra 5 warns
+        about."""
         self.keyspace = keyspace
         self._prepared.clear()
 
@@ -236,9 +251,13 @@ class Database:
         if pending is None:
             loop = asyncio.get_running_loop()
             session = self.session
-            pending = asyncio.ensure_future(
-                loop.run_in_executor(None, functools.partial(session.prepare, cql, keyspace=self.keyspace))
-            )
+            keyspace = self.keyspace
+            text = qualified(cql, keyspace) if keyspace is not None else None
+            if text is None:  # no table to qualify (or no keyspace yet): the keyspace goes along
+                prepare = functools.partial(session.prepare, cql, keyspace=keyspace)
+            else:
+                prepare = functools.partial(session.prepare, text)
+            pending = asyncio.ensure_future(loop.run_in_executor(None, prepare))
             self._preparing[cql] = pending
         try:
             prepared = await asyncio.shield(pending)
