@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import re
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -34,9 +35,11 @@ from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
 from strawberry.extensions import ParserCache
 
 from gateway.app import READY, create_app
+from gateway.graph.dataloader import Loader
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.plain_fields import NOT_READ, PlainFieldsExecutor, _variable_free, plain_reader
 from gateway.graph.scalars import SCALAR_OVERRIDES
+from gateway.messenger.schema import Conversation, DirectMessage
 from gateway.schema import build_schema
 from gateway.settings import Settings
 from tests.client import Account, Api
@@ -524,3 +527,64 @@ async def test_domain_corpus_is_byte_identical(
     edges = body["data"]["me"]["talkPartners"]["edges"]
     assert [edge["node"]["partner"]["login"] for edge in edges] == [partner.login]
     assert edges[0]["node"]["lastMessage"] == "hi back"
+
+
+async def test_list_items_answer_from_their_page_without_a_resolver_each(
+    api: Api, two_users: tuple[Account, Account], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page hands its items what their fields need (the viewer, the partner rows, the
+    participant counts): selected on every item, those fields are read, not resolved.
+    An item reached alone still resolves them (the counters below see those calls)."""
+    owner, partner = two_users
+    room = await create_room(api, owner)
+    calls: Counter[str] = Counter()
+
+    def counted(name: str, original: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return original(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(
+        DirectMessage, "_client_message_id_for_viewer",
+        counted("viewer", DirectMessage._client_message_id_for_viewer),
+    )  # fmt: skip
+    monkeypatch.setattr(Conversation, "_unread", counted("unread", Conversation._unread))
+    monkeypatch.setattr(Loader, "load", counted("load", Loader.load))
+
+    page = await api.ok(
+        """query($w: String!) { me { conversation(with: $w) { messages(first: 10) {
+          nodes { clientMessageId } } } } }""",
+        {"w": partner.login},
+        token=owner.token,
+    )
+    keys = [n["clientMessageId"] for n in page["me"]["conversation"]["messages"]["nodes"]]
+    assert keys == ["owner-1", None, None, None]
+    partners = await api.ok(
+        """{ me { talkPartners(first: 10) { nodes {
+          conversation { unreadCount unreadSince with { login } } } } } }""",
+        token=owner.token,
+    )
+    conversation = partners["me"]["talkPartners"]["nodes"][0]["conversation"]
+    assert conversation["unreadCount"] == 3 and conversation["with"] == {"login": partner.login}
+    listed = await api.ok("{ rooms(first: 100) { nodes { name participantCount } } }")
+    assert {"name": room, "participantCount": 1} in listed["rooms"]["nodes"]
+    assert calls == Counter()
+
+    sent = await api.ok(
+        """mutation($to: String!) {
+          sendMessage(to: $to, content: "one", clientMessageId: "k") { clientMessageId } }""",
+        {"to": partner.login},
+        token=owner.token,
+    )
+    assert sent["sendMessage"]["clientMessageId"] == "k"
+    alone = await api.ok(
+        "query($w: String!) { me { conversation(with: $w) { unreadCount } } }",
+        {"w": partner.login},
+        token=owner.token,
+    )
+    assert alone["me"]["conversation"]["unreadCount"] == 3
+    one = await api.ok("query($n: String!) { room(name: $n) { participantCount } }", {"n": room})
+    assert one["room"]["participantCount"] == 1
+    assert calls["viewer"] == 1 and calls["unread"] == 1 and calls["load"] >= 2
