@@ -314,17 +314,30 @@ def _object_completer(plain: _Plain) -> Callable[[Any], dict[str, Any]]:
     return complete
 
 
+#: ``make(k0, p0, k1, p1, ...) -> build`` by number of fields, compiled once per count.
+_BUILDER_MAKERS: dict[int, Callable[..., Callable[[Any], dict[str, Any]]]] = {}
+
+
 def _dict_builder(fields: list[tuple[str, Callable[[Any], Any]]]) -> Callable[[Any], dict[str, Any]]:
     """``value -> {key: produce(value), ...}`` for the given fields, in their order, as one
-    dict display (a comprehension over the pairs costs twice as much per object)."""
-    namespace: dict[str, Any] = {}
-    entries = []
-    for n, (key, produce) in enumerate(fields):
-        namespace[f"k{n}"], namespace[f"p{n}"] = key, produce
-        entries.append(f"k{n}: p{n}(value)")
-    exec(f"def build(value):\n    return {{{', '.join(entries)}}}", namespace)
-    build: Callable[[Any], dict[str, Any]] = namespace["build"]
-    return build
+    dict display (a comprehension over the pairs costs twice as much per object). The
+    code for each number of fields is compiled once; a plan only binds its keys and
+    producers (plans of operations whose fields depend on variables are made per request)."""
+    count = len(fields)
+    make = _BUILDER_MAKERS.get(count)
+    if make is None:
+        names = [f"k{n}, p{n}" for n in range(count)]
+        entries = [f"k{n}: p{n}(value)" for n in range(count)]
+        namespace: dict[str, Any] = {}
+        exec(
+            f"def make({', '.join(names)}):\n"
+            f"    def build(value):\n"
+            f"        return {{{', '.join(entries)}}}\n"
+            f"    return build",
+            namespace,
+        )
+        make = _BUILDER_MAKERS[count] = namespace["make"]
+    return make(*(part for field in fields for part in field))
 
 
 _SharedPlans = dict[tuple[Any, ...], "_Plan | None"]
