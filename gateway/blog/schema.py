@@ -19,7 +19,7 @@ from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, page_size, position_cursor
-from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
+from gateway.graph.plain_fields import NOT_READ, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
 from gateway.users.schema import User, require_user, users_by_login
@@ -35,20 +35,8 @@ def _known(value: Any) -> Any:
     return NOT_READ if value is None else value
 
 
-def _comment_id(self: Comment) -> strawberry.ID:
-    return strawberry.ID(str(self._record.id))
 
 
-def _commenter_name(self: Comment) -> str:
-    return self._record.name
-
-
-def _comment_text(self: Comment) -> str:
-    return self._record.text
-
-
-def _comment_posted_at(self: Comment) -> datetime:
-    return self._record.posted_at
 
 
 @strawberry.type(description="A comment on a post. The commenter's email is stored, never shown.")
@@ -57,10 +45,10 @@ class Comment:
     on the plain-fields path."""
 
     _record: strawberry.Private[CommentRecord]
-    id: strawberry.ID = computed_field(_comment_id, description="A time-based UUID.")
-    commenter_name: str = computed_field(_commenter_name)
-    text: str = computed_field(_comment_text)
-    posted_at: datetime = computed_field(_comment_posted_at)
+    id: strawberry.ID = source_field("_record.id", str, description="A time-based UUID.")
+    commenter_name: str = source_field("_record.name")
+    text: str = source_field("_record.text")
+    posted_at: datetime = source_field("_record.posted_at")
 
     @classmethod
     def of(cls, record: CommentRecord) -> Comment:

@@ -95,6 +95,25 @@ def computed_field(compute: Callable[[Any], Any], **options: Any) -> Any:
     return strawberry.field(resolver=compute, metadata=plain_reader(compute), **options)
 
 
+def source_field(path: str, convert: Callable[[Any], Any] | None = None, **options: Any) -> Any:
+    """A :func:`computed_field` that reads ``path`` of its source (``"_record.content"``),
+    passed through ``convert`` when given (``str`` for a UUID shown as an ID). Its GraphQL
+    type is the attribute's annotation in the class. The reader's parameter is named
+    ``self``: Strawberry hands the source to that name and takes any other for an argument."""
+    get = attrgetter(path)
+    if convert is None:
+
+        def read(self: Any) -> Any:
+            return get(self)
+
+    else:
+
+        def read(self: Any) -> Any:
+            return convert(get(self))
+
+    return computed_field(read, **options)
+
+
 _LEAF = 0
 _LEAF_LIST = 1
 _TYPENAME = 2

@@ -16,7 +16,7 @@ from gateway.graph.context import Context, context_of
 from gateway.graph.cost import max_items
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
-from gateway.graph.plain_fields import computed_field, plain_reader
+from gateway.graph.plain_fields import plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.mail import rules
 from gateway.mail.links import DownloadLinks, SignedLink
@@ -99,24 +99,9 @@ class Attachment:
         )
 
 
-def _summary_id(self: EmailSummary) -> strawberry.ID:
-    return strawberry.ID(str(self._entry.id))
 
 
-def _subject(self: EmailSummary) -> str:
-    return self._entry.subject
 
-
-def _summary_sent_at(self: EmailSummary) -> datetime:
-    return self._entry.sent_at
-
-
-def _read(self: EmailSummary) -> bool:
-    return self._entry.read
-
-
-def _has_attachments(self: EmailSummary) -> bool:
-    return self._entry.has_attachments
 
 
 @strawberry.type(description="An email as a folder lists it.")
@@ -128,11 +113,11 @@ class EmailSummary:
     #: Senders prefetched by the page resolver; None: not prefetched.
     _senders: strawberry.Private[Prefetched] = None
 
-    id: strawberry.ID = computed_field(_summary_id)
-    subject: str = computed_field(_subject)
-    sent_at: datetime = computed_field(_summary_sent_at)
-    read: bool = computed_field(_read)
-    has_attachments: bool = computed_field(_has_attachments)
+    id: strawberry.ID = source_field("_entry.id", str)
+    subject: str = source_field("_entry.subject")
+    sent_at: datetime = source_field("_entry.sent_at")
+    read: bool = source_field("_entry.read")
+    has_attachments: bool = source_field("_entry.has_attachments")
 
     @strawberry.field(
         name="from",

@@ -13,7 +13,7 @@ from gateway.errors import NotFound
 from gateway.graph.context import Context, context_of
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.pagination import Connection, Edge, PageInfo, decode_position, page_size, position_cursor
-from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
+from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.messenger import rules
 from gateway.messenger.cursors import edges_by_recency, spot_cursor, spot_position
@@ -43,20 +43,8 @@ def service(context: Context) -> MessengerService:
 WithArgument = Annotated[str, strawberry.argument(name="with", description="The other user's login.")]
 
 
-def _message_id(self: DirectMessage) -> strawberry.ID:
-    return strawberry.ID(str(self._record.id))
 
 
-def _content(self: DirectMessage) -> str:
-    return self._record.content
-
-
-def _sent_at(self: DirectMessage) -> datetime:
-    return self._record.sent_at
-
-
-def _message_conversation_id(self: DirectMessage) -> strawberry.ID:
-    return strawberry.ID(self._record.conversation_id)
 
 
 def _read_client_message_id(self: DirectMessage) -> Any:
@@ -99,11 +87,11 @@ class DirectMessage:
         viewer = await context_of(info).viewer()
         return self._record.client_message_id if viewer == self._record.sender else None
 
-    id: strawberry.ID = computed_field(_message_id)
-    content: str = computed_field(_content)
-    sent_at: datetime = computed_field(_sent_at)
-    conversation_id: strawberry.ID = computed_field(
-        _message_conversation_id, description="The conversation it belongs to (`smaller:bigger` login)."
+    id: strawberry.ID = source_field("_record.id", str)
+    content: str = source_field("_record.content")
+    sent_at: datetime = source_field("_record.sent_at")
+    conversation_id: strawberry.ID = source_field(
+        "_record.conversation_id", description="The conversation it belongs to (`smaller:bigger` login)."
     )
     sender: User | Awaitable[User] = strawberry.field(
         resolver=_sender,

@@ -19,7 +19,7 @@ from gateway.graph.pagination import (
     page_size,
     position_cursor,
 )
-from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
+from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
 from gateway.rooms import rules
@@ -181,20 +181,8 @@ class Room(Node):
         )
 
 
-def _room_message_id(self: RoomMessage) -> strawberry.ID:
-    return strawberry.ID(str(self._record.id))
 
 
-def _room_message_content(self: RoomMessage) -> str:
-    return self._record.content
-
-
-def _system_message(self: RoomMessage) -> bool:
-    return self._record.system_message
-
-
-def _posted_at(self: RoomMessage) -> datetime:
-    return self._record.posted_at
 
 
 @strawberry.type(description="A message in a room; system messages (joins, leaves) have no author.")
@@ -203,10 +191,10 @@ class RoomMessage:
     on the plain-fields path."""
 
     _record: strawberry.Private[RoomMessageRecord]
-    id: strawberry.ID = computed_field(_room_message_id)
-    content: str = computed_field(_room_message_content)
-    system_message: bool = computed_field(_system_message)
-    posted_at: datetime = computed_field(_posted_at)
+    id: strawberry.ID = source_field("_record.id", str)
+    content: str = source_field("_record.content")
+    system_message: bool = source_field("_record.system_message")
+    posted_at: datetime = source_field("_record.posted_at")
     room: Room = strawberry.field(description="The room as it stood when the message was read or delivered.")
     #: Authors prefetched by the page resolver; None: not prefetched.
     _authors: strawberry.Private[Prefetched] = None
