@@ -16,7 +16,7 @@ from gateway.graph.context import Context, context_of
 from gateway.graph.cost import max_items
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
-from gateway.graph.plain_fields import plain_reader, source_field
+from gateway.graph.plain_fields import source_field
 from gateway.graph.selection import selects
 from gateway.mail import rules
 from gateway.mail.links import DownloadLinks, SignedLink
@@ -37,8 +37,7 @@ from gateway.users.schema import (
     Prefetched,
     User,
     load_users,
-    prefetched_user,
-    read_prefetched,
+    prefetched_user_field,
     require_user,
     users_by_login,
 )
@@ -118,14 +117,9 @@ class EmailSummary:
     sent_at: datetime = source_field("_entry.sent_at")
     read: bool = source_field("_entry.read")
     has_attachments: bool = source_field("_entry.has_attachments")
-
-    @strawberry.field(
-        name="from",
-        graphql_type=User,
-        metadata=plain_reader(lambda e: read_prefetched(e._senders, e._entry.sender)),
+    from_: User | Awaitable[User] = prefetched_user_field(
+        lambda e: e._entry.sender, users="_senders", name="from"
     )
-    def from_(self, info: Info) -> User | Awaitable[User]:
-        return prefetched_user(info, self._senders, self._entry.sender)
 
     @classmethod
     def of(cls, entry: FolderEntry, senders: Prefetched = None) -> EmailSummary:

@@ -27,9 +27,7 @@ from gateway.users.loaders import user_loader
 from gateway.users.schema import (
     Prefetched,
     User,
-    prefetched_user,
-    prefetched_user_or_none,
-    read_prefetched,
+    prefetched_user_field,
     users_by_login,
 )
 
@@ -71,12 +69,6 @@ class DirectMessage:
     #: Who is asking, when the page resolver knows; None: not known here.
     _viewer: strawberry.Private[str | None] = None
 
-    def _sender(self, info: Info) -> User | Awaitable[User]:
-        return prefetched_user(info, self._users, self._record.sender)
-
-    def _recipient(self, info: Info) -> User | Awaitable[User]:
-        return prefetched_user(info, self._users, self._record.recipient)
-
     def _client_message_id(self, info: Info) -> str | Awaitable[str | None] | None:
         known = _read_client_message_id(self)
         if known is not NOT_READ:
@@ -93,16 +85,8 @@ class DirectMessage:
     conversation_id: strawberry.ID = source_field(
         "_record.conversation_id", description="The conversation it belongs to (`smaller:bigger` login)."
     )
-    sender: User | Awaitable[User] = strawberry.field(
-        resolver=_sender,
-        graphql_type=User,
-        metadata=plain_reader(lambda m: read_prefetched(m._users, m._record.sender)),
-    )
-    recipient: User | Awaitable[User] = strawberry.field(
-        resolver=_recipient,
-        graphql_type=User,
-        metadata=plain_reader(lambda m: read_prefetched(m._users, m._record.recipient)),
-    )
+    sender: User | Awaitable[User] = prefetched_user_field(lambda m: m._record.sender)
+    recipient: User | Awaitable[User] = prefetched_user_field(lambda m: m._record.recipient)
     client_message_id: str | Awaitable[str | None] | None = strawberry.field(
         resolver=_client_message_id,
         graphql_type=str | None,
@@ -153,9 +137,6 @@ class Conversation:
             self._state = await context_of(info).loader(partner_loader).load((self._owner, self._partner))
         return self._state
 
-    def _with(self, info: Info) -> User | Awaitable[User]:
-        return prefetched_user(info, self._users, self._partner)
-
     def _unread_count(self, info: Info) -> int | Awaitable[int]:
         known = _read_unread_count(self)
         return cast(int, known) if known is not NOT_READ else self._loaded_unread_count(info)
@@ -171,12 +152,8 @@ class Conversation:
         return (await self._unread(info)).unread_since
 
     id: strawberry.ID = strawberry.field(description="`smaller:bigger` of the two logins.")
-    with_: User | Awaitable[User] = strawberry.field(
-        resolver=_with,
-        name="with",
-        graphql_type=User,
-        description="The other user.",
-        metadata=plain_reader(lambda c: read_prefetched(c._users, c._partner)),
+    with_: User | Awaitable[User] = prefetched_user_field(
+        lambda c: c._partner, name="with", description="The other user."
     )
     unread_count: int | Awaitable[int] = strawberry.field(
         resolver=_unread_count,
@@ -246,34 +223,15 @@ class TalkPartner(Node):
     #: Users prefetched by the list resolver; None: not prefetched.
     _users: strawberry.Private[Prefetched]
 
-    # The user fields return the prefetched user, or an awaitable that graphql-core
-    # awaits. They are declared as annotated fields to keep the schema's field order.
-
-    def _partner(self, info: Info) -> User | Awaitable[User]:
-        return prefetched_user(info, self._users, self._record.partner)
-
-    def _last_message_sender(self, info: Info) -> User | Awaitable[User | None] | None:
-        last = self._record.last_message
-        return prefetched_user_or_none(info, self._users, last.sender if last else None)
-
     id: strawberry.ID = computed_field(_talk_partner_id, description=ID_DESCRIPTION)
-    partner: User | Awaitable[User] = strawberry.field(
-        resolver=_partner,
-        graphql_type=User,
-        metadata=plain_reader(lambda p: read_prefetched(p._users, p._record.partner)),
-    )
+    partner: User | Awaitable[User] = prefetched_user_field(lambda p: p._record.partner)
     last_message: str | None = computed_field(_last_message)
     last_message_at: datetime | None = computed_field(_last_message_at)
     last_message_id: strawberry.ID | None = computed_field(_last_message_id)
-    last_message_sender: User | Awaitable[User | None] | None = strawberry.field(
-        resolver=_last_message_sender,
-        graphql_type=User | None,
+    last_message_sender: User | Awaitable[User | None] | None = prefetched_user_field(
+        lambda p: p._record.last_message.sender if p._record.last_message else None,
+        optional=True,
         description="Who wrote the last message (you or the partner).",
-        metadata=plain_reader(
-            lambda p: read_prefetched(
-                p._users, p._record.last_message.sender if p._record.last_message else None
-            )
-        ),
     )
     unread_count: int = strawberry.field(description="Messages from the partner you have not read.")
     unread_since: datetime | None = strawberry.field(

@@ -40,9 +40,7 @@ from gateway.rooms.store import RoomRecord, RoomStore
 from gateway.users.schema import (
     Prefetched,
     User,
-    prefetched_user,
-    prefetched_user_or_none,
-    read_prefetched,
+    prefetched_user_field,
     users_by_login,
 )
 
@@ -82,9 +80,6 @@ class Room(Node):
     on the plain-fields path. A list's creators and participant counts are loaded with
     the list (``list_of``), so its rooms need no awaitable each."""
 
-    def _creator(self, info: Info) -> User | Awaitable[User]:
-        return prefetched_user(info, self._users, self._record.creator_login)
-
     def _participant_count(self, info: Info) -> int | Awaitable[int]:
         count = _read_participant_count(self)
         if count is not NOT_READ:
@@ -95,11 +90,7 @@ class Room(Node):
     name: str
     banner: str | None
     created_at: datetime
-    creator: User | Awaitable[User] = strawberry.field(
-        resolver=_creator,
-        graphql_type=User,
-        metadata=plain_reader(lambda r: read_prefetched(r._users, r._record.creator_login)),
-    )
+    creator: User | Awaitable[User] = prefetched_user_field(lambda r: r._record.creator_login)
     participant_count: int | Awaitable[int] = strawberry.field(
         resolver=_participant_count,
         graphql_type=int,
@@ -196,20 +187,18 @@ class RoomMessage:
     system_message: bool = source_field("_record.system_message")
     posted_at: datetime = source_field("_record.posted_at")
     room: Room = strawberry.field(description="The room as it stood when the message was read or delivered.")
+    author: User | Awaitable[User | None] | None = prefetched_user_field(
+        lambda m: m._record.author_login,
+        users="_authors",
+        optional=True,
+        description="Null for system messages.",
+    )
     #: Authors prefetched by the page resolver; None: not prefetched.
     _authors: strawberry.Private[Prefetched] = None
 
     @classmethod
     def of(cls, record: RoomMessageRecord, room: Room, authors: Prefetched = None) -> RoomMessage:
         return cls(_record=record, room=room, _authors=authors)
-
-    @strawberry.field(
-        description="Null for system messages.",
-        graphql_type=User | None,
-        metadata=plain_reader(lambda m: read_prefetched(m._authors, m._record.author_login)),
-    )
-    def author(self, info: Info) -> User | Awaitable[User | None] | None:
-        return prefetched_user_or_none(info, self._authors, self._record.author_login)
 
 
 async def room_node(info: Info, name: str) -> Room | None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 import strawberry
@@ -13,7 +14,7 @@ from gateway.errors import NotFound
 from gateway.graph import validation
 from gateway.graph.context import Context, context_of
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
-from gateway.graph.plain_fields import NOT_READ, computed_field
+from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
 from gateway.ratelimit.policy import Limit
 from gateway.users import rules
 from gateway.users.loaders import user_loader
@@ -130,6 +131,34 @@ def prefetched_user_or_none(
     """``login``'s user (None without a login or a user): from ``prefetched``, or loaded."""
     found = read_prefetched(prefetched, login)
     return load_user(info, login) if found is NOT_READ and login is not None else found
+
+
+def prefetched_user_field(
+    login_of: Callable[[Any], str | None], *, users: str = "_users", optional: bool = False, **options: Any
+) -> Any:
+    """A user field of a list's item: ``login_of(item)``'s user from the users the list
+    prefetched into the item's ``users`` attribute (on the plain-fields path), else
+    loaded. ``optional``: null without a login or a user (else the user must exist)."""
+    users_of = attrgetter(users)
+
+    def read(item: Any) -> Any:
+        return read_prefetched(users_of(item), login_of(item))
+
+    if optional:
+
+        def resolve_or_none(self: Any, info: Info) -> Any:
+            return prefetched_user_or_none(info, users_of(self), login_of(self))
+
+        return strawberry.field(
+            resolver=resolve_or_none, graphql_type=User | None, metadata=plain_reader(read), **options
+        )
+
+    def resolve(self: Any, info: Info) -> Any:
+        login = login_of(self)
+        assert login is not None
+        return prefetched_user(info, users_of(self), login)
+
+    return strawberry.field(resolver=resolve, graphql_type=User, metadata=plain_reader(read), **options)
 
 
 def prefetched_users(
