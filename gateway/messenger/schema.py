@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from datetime import datetime
+from operator import attrgetter
 from typing import Annotated, Any, cast
 
 import strawberry
@@ -43,14 +44,15 @@ WithArgument = Annotated[str, strawberry.argument(name="with", description="The 
 
 
 
+def _key_for(message: DirectMessage, viewer: str | None) -> str | None:
+    """The sender's client key, shown to the sender only."""
+    return message._record.client_message_id if viewer == message._record.sender else None
 
 
-def _read_client_message_id(self: DirectMessage) -> Any:
-    """The sender's key when the page resolver told who is asking, else ``NOT_READ``."""
-    viewer = self._viewer
-    if viewer is None:
-        return NOT_READ
-    return self._record.client_message_id if viewer == self._record.sender else None
+def _read_client_message_id(message: DirectMessage) -> Any:
+    """The key for the viewer the page resolver named, else ``NOT_READ``."""
+    viewer = message._viewer
+    return NOT_READ if viewer is None else _key_for(message, viewer)
 
 
 @strawberry.type(description="A message between two users.")
@@ -76,8 +78,7 @@ class DirectMessage:
         return self._client_message_id_for_viewer(info)
 
     async def _client_message_id_for_viewer(self, info: Info) -> str | None:
-        viewer = await context_of(info).viewer()
-        return self._record.client_message_id if viewer == self._record.sender else None
+        return _key_for(self, await context_of(info).viewer())
 
     id: strawberry.ID = source_field("_record.id", str)
     content: str = source_field("_record.content")
@@ -100,12 +101,22 @@ class DirectMessage:
         return cls(_record=record, _users=users, _viewer=viewer)
 
 
-def _read_unread_count(self: Conversation) -> Any:
-    return self._state.unread if self._state is not None else NOT_READ
+def _partner_row_field(attribute: str, graphql_type: Any, description: str) -> Any:
+    """A field of the owner's talk-partner row: from the row a talk partners page handed
+    the conversation (on the plain-fields path), else loaded."""
+    get = attrgetter(attribute)
 
+    def read(conversation: Any) -> Any:
+        state = conversation._state
+        return NOT_READ if state is None else get(state)
 
-def _read_unread_since(self: Conversation) -> Any:
-    return self._state.unread_since if self._state is not None else NOT_READ
+    def resolve(self: Any, info: Info) -> Any:
+        known = read(self)
+        return self._loaded(info, get) if known is NOT_READ else known
+
+    return strawberry.field(
+        resolver=resolve, graphql_type=graphql_type, description=description, metadata=plain_reader(read)
+    )
 
 
 @strawberry.type(description="Your conversation with one other user.")
@@ -137,35 +148,18 @@ class Conversation:
             self._state = await context_of(info).loader(partner_loader).load((self._owner, self._partner))
         return self._state
 
-    def _unread_count(self, info: Info) -> int | Awaitable[int]:
-        known = _read_unread_count(self)
-        return cast(int, known) if known is not NOT_READ else self._loaded_unread_count(info)
-
-    async def _loaded_unread_count(self, info: Info) -> int:
-        return (await self._unread(info)).unread
-
-    def _unread_since(self, info: Info) -> datetime | Awaitable[datetime | None] | None:
-        known = _read_unread_since(self)
-        return cast(datetime | None, known) if known is not NOT_READ else self._loaded_unread_since(info)
-
-    async def _loaded_unread_since(self, info: Info) -> datetime | None:
-        return (await self._unread(info)).unread_since
+    async def _loaded(self, info: Info, get: Callable[[PartnerRecord], Any]) -> Any:
+        return get(await self._unread(info))
 
     id: strawberry.ID = strawberry.field(description="`smaller:bigger` of the two logins.")
     with_: User | Awaitable[User] = prefetched_user_field(
         lambda c: c._partner, name="with", description="The other user."
     )
-    unread_count: int | Awaitable[int] = strawberry.field(
-        resolver=_unread_count,
-        graphql_type=int,
-        description="Messages from the other user you have not read.",
-        metadata=plain_reader(_read_unread_count),
+    unread_count: int | Awaitable[int] = _partner_row_field(
+        "unread", int, "Messages from the other user you have not read."
     )
-    unread_since: datetime | Awaitable[datetime | None] | None = strawberry.field(
-        resolver=_unread_since,
-        graphql_type=datetime | None,
-        description="When the oldest unread message arrived; null when all is read.",
-        metadata=plain_reader(_read_unread_since),
+    unread_since: datetime | Awaitable[datetime | None] | None = _partner_row_field(
+        "unread_since", datetime | None, "When the oldest unread message arrived; null when all is read."
     )
 
     @strawberry.field(description="Newest first.")
