@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from bench.harness import Target, counted, gateway_under_test, measure, report
+from bench.harness import Target, counted, gateway_under_test, report, side_by_side
 from gateway.blog.comment_store import CommentStore
 from gateway.blog.store import ALL_POSTS, PostDraft, PostStore
 from gateway.users.store import UserStore
@@ -100,27 +100,21 @@ async def main() -> None:
         run = uuid.uuid4().hex[:8]
 
         reads = [
-            await measure(
-                "gateway: posts(first: 10) + authors, counts",
-                lambda _: target.graphql(FRONT_PAGE),
+            *await side_by_side(
+                ("gateway: posts(first: 10) + authors, counts", lambda _: target.graphql(FRONT_PAGE)),
+                (
+                    "driver:  timeline page + users IN + counts IN",
+                    lambda _: counted(_front_page_raw(posts, comments, users)),
+                ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
-            await measure(
-                "driver:  timeline page + users IN + counts IN",
-                lambda _: counted(_front_page_raw(posts, comments, users)),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "gateway: post(slug) + 50 comments",
-                lambda _: target.graphql(POST_PAGE, {"slug": THREAD}),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "driver:  post + user + count + comments page",
-                lambda _: counted(_post_page_raw(posts, comments, users)),
+            *await side_by_side(
+                ("gateway: post(slug) + 50 comments", lambda _: target.graphql(POST_PAGE, {"slug": THREAD})),
+                (
+                    "driver:  post + user + count + comments page",
+                    lambda _: counted(_post_page_raw(posts, comments, users)),
+                ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
@@ -128,33 +122,30 @@ async def main() -> None:
         report(f"blog reads ({REQUESTS} requests, concurrency {CONCURRENCY})", reads)
 
         writes = [
-            await measure(
-                "gateway: publishPost (LWT + batch + counter)",
-                lambda i: target.graphql(
-                    PUBLISH,
-                    {"input": {"slug": _slug(f"gw-{run}", i), "title": "Bench",
-                               "body": "Body", "tags": ["cassandra", "bench"]}},
-                    token=tokens[i % AUTHORS],
+            *await side_by_side(
+                (
+                    "gateway: publishPost (LWT + batch + counter)",
+                    lambda i: target.graphql(
+                        PUBLISH,
+                        {"input": {"slug": _slug(f"gw-{run}", i), "title": "Bench",
+                                   "body": "Body", "tags": ["cassandra", "bench"]}},
+                        token=tokens[i % AUTHORS],
+                    ),
                 ),
+                ("driver:  PostStore.publish", lambda i: counted(posts.publish(_draft(f"drv-{run}", i)))),
                 requests=WRITES,
                 concurrency=CONCURRENCY,
             ),
-            await measure(
-                "driver:  PostStore.publish",
-                lambda i: counted(posts.publish(_draft(f"drv-{run}", i))),
-                requests=WRITES,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "gateway: addComment (batch + counter)",
-                lambda i: target.graphql(ADD_COMMENT, {"slug": THREAD, "input": _comment(i)}),
-                requests=WRITES,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "driver:  CommentStore.add",
-                lambda i: counted(
-                    comments.add(THREAD, name="Reader", email="reader@example.com", text="Hello.")
+            *await side_by_side(
+                (
+                    "gateway: addComment (batch + counter)",
+                    lambda i: target.graphql(ADD_COMMENT, {"slug": THREAD, "input": _comment(i)}),
+                ),
+                (
+                    "driver:  CommentStore.add",
+                    lambda i: counted(
+                        comments.add(THREAD, name="Reader", email="reader@example.com", text="Hello.")
+                    ),
                 ),
                 requests=WRITES,
                 concurrency=CONCURRENCY,

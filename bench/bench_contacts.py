@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench.harness import Target, counted, gateway_under_test, measure, report
+from bench.harness import Target, counted, gateway_under_test, report, side_by_side
 from gateway.contacts.service import ContactDirectory
 from gateway.contacts.store import BOOK_BATCH
 from gateway.db.session import chunked
@@ -65,34 +65,32 @@ async def main() -> None:
         raw = RawContacts(target, directory)
 
         rows = [
-            await measure(
-                f"gateway: uploadContacts, fresh {BOOK_SIZE}",
-                lambda i: target.graphql(
-                    UPLOAD, {"network": "tel", "contacts": books[i + 1]}, uploaders[i + 1]
+            *await side_by_side(
+                (
+                    f"gateway: uploadContacts, fresh {BOOK_SIZE}",
+                    lambda i: target.graphql(
+                        UPLOAD, {"network": "tel", "contacts": books[i + 1]}, uploaders[i + 1]
+                    ),
+                ),
+                (
+                    f"driver:  index + lookups + book, {BOOK_SIZE}",
+                    lambda i: counted(raw.upload(f"raw{i}", books[i + 1])),
                 ),
                 requests=UPLOADS,
                 concurrency=UPLOAD_CONCURRENCY,
                 warmup=1,
             ),
-            await measure(
-                f"driver:  index + lookups + book, {BOOK_SIZE}",
-                lambda i: counted(raw.upload(f"raw{i}", books[i + 1])),
-                requests=UPLOADS,
-                concurrency=UPLOAD_CONCURRENCY,
-                warmup=1,
-            ),
-            await measure(
-                f"gateway: uploadContacts, unchanged {BOOK_SIZE}",
-                lambda i: target.graphql(
-                    UPLOAD, {"network": "tel", "contacts": books[i + 1]}, uploaders[i + 1]
+            *await side_by_side(
+                (
+                    f"gateway: uploadContacts, unchanged {BOOK_SIZE}",
+                    lambda i: target.graphql(
+                        UPLOAD, {"network": "tel", "contacts": books[i + 1]}, uploaders[i + 1]
+                    ),
                 ),
-                requests=UPLOADS,
-                concurrency=UPLOAD_CONCURRENCY,
-                warmup=1,
-            ),
-            await measure(
-                f"driver:  book read + lookups, {BOOK_SIZE}",
-                lambda i: counted(raw.resync(f"raw{i}", books[i + 1])),
+                (
+                    f"driver:  book read + lookups, {BOOK_SIZE}",
+                    lambda i: counted(raw.resync(f"raw{i}", books[i + 1])),
+                ),
                 requests=UPLOADS,
                 concurrency=UPLOAD_CONCURRENCY,
                 warmup=1,
@@ -103,15 +101,15 @@ async def main() -> None:
         reader_book += [{"networkId": f"+1 199 {n:07d}", "name": f"Other {n}"} for n in range(50)]
         await target.graphql(UPLOAD, {"network": "tel", "contacts": reader_book}, reader)
         rows += [
-            await measure(
-                "gateway: me.contacts(first: 50) with users",
-                lambda _: target.graphql(PAGE, token=reader),
-                requests=PAGES,
-                concurrency=PAGE_CONCURRENCY,
-            ),
-            await measure(
-                "driver:  session + page + users IN",
-                lambda _: counted(raw.page(reader)),
+            *await side_by_side(
+                (
+                    "gateway: me.contacts(first: 50) with users",
+                    lambda _: target.graphql(PAGE, token=reader),
+                ),
+                (
+                    "driver:  session + page + users IN",
+                    lambda _: counted(raw.page(reader)),
+                ),
                 requests=PAGES,
                 concurrency=PAGE_CONCURRENCY,
             ),

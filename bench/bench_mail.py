@@ -14,7 +14,7 @@ from urllib.parse import urljoin
 
 import aiohttp
 
-from bench.harness import Stats, Target, counted, gateway_under_test, measure, report
+from bench.harness import Stats, Target, counted, gateway_under_test, measure, report, side_by_side
 from gateway.mail.attachments import AttachmentStore
 from gateway.mail.store import MailStore
 from gateway.users.store import SessionStore, UserStore
@@ -123,27 +123,27 @@ async def main() -> None:
             return await target.graphql(MARK, {"id": email_id, "read": marks[0] % 2 == 0}, token=reader)
 
         rows = [
-            await measure(
-                "gateway: mailbox (folders + inbox page of 20)",
-                lambda _: target.graphql(MAILBOX, token=reader),
+            *await side_by_side(
+                (
+                    "gateway: mailbox (folders + inbox page of 20)",
+                    lambda _: target.graphql(MAILBOX, token=reader),
+                ),
+                (
+                    "driver:  same reads via the stores",
+                    lambda _: counted(mailbox_raw()),
+                ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
-            await measure(
-                "driver:  same reads via the stores",
-                lambda _: counted(mailbox_raw()),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "gateway: me.email(id)",
-                lambda _: target.graphql(EMAIL, {"id": email_id}, token=reader),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "driver:  session + email + placement + users",
-                lambda _: counted(email_raw()),
+            *await side_by_side(
+                (
+                    "gateway: me.email(id)",
+                    lambda _: target.graphql(EMAIL, {"id": email_id}, token=reader),
+                ),
+                (
+                    "driver:  session + email + placement + users",
+                    lambda _: counted(email_raw()),
+                ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
@@ -167,16 +167,15 @@ async def main() -> None:
         report(f"mail ({REQUESTS} requests, concurrency {CONCURRENCY})", rows)
 
         transfers = [
-            await measure(
-                "gateway: GET /attachments (2.4 MB, 3 chunks)",
-                download,
-                requests=DOWNLOADS,
-                concurrency=DOWNLOAD_CONCURRENCY,
-                warmup=5,
-            ),
-            await measure(
-                "driver:  read the same 3 chunks",
-                lambda _: counted(download_raw()),
+            *await side_by_side(
+                (
+                    "gateway: GET /attachments (2.4 MB, 3 chunks)",
+                    download,
+                ),
+                (
+                    "driver:  read the same 3 chunks",
+                    lambda _: counted(download_raw()),
+                ),
                 requests=DOWNLOADS,
                 concurrency=DOWNLOAD_CONCURRENCY,
                 warmup=5,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bench.harness import counted, gateway_under_test, measure, report
+from bench.harness import counted, gateway_under_test, measure, report, side_by_side
 from gateway.messenger.model import conversation_id
 from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
@@ -88,33 +88,28 @@ async def main() -> None:
         first_page = await target.graphql(MAIN_VIEW, {"after": None}, owner_token)
         second_cursor = first_page["data"]["me"]["talkPartners"]["pageInfo"]["endCursor"]
         main_rows = [
-            await measure(
-                f"gateway: me.talkPartners(first: 50), page 1 of {PARTNERS} partners",
-                lambda _: target.graphql(MAIN_VIEW, {"after": None}, owner_token),
+            *await side_by_side(
+                (
+                    f"gateway: me.talkPartners(first: 50), page 1 of {PARTNERS} partners",
+                    lambda _: target.graphql(MAIN_VIEW, {"after": None}, owner_token),
+                ),
+                (
+                    "gateway: me.talkPartners(first: 50), page 2",
+                    lambda _: target.graphql(MAIN_VIEW, {"after": second_cursor}, owner_token),
+                ),
+                (
+                    "driver:  session + activity slice + pairs IN + users IN",
+                    lambda _: counted(main_view_raw()),
+                ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
-            await measure(
-                "gateway: me.talkPartners(first: 50), page 2",
-                lambda _: target.graphql(MAIN_VIEW, {"after": second_cursor}, owner_token),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "driver:  session + activity slice + pairs IN + users IN",
-                lambda _: counted(main_view_raw()),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "gateway: me.conversation.messages(first: 50)",
-                lambda _: target.graphql(CONVERSATION, {"with": logins[0]}, owner_token),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "driver:  session + users + row + page",
-                lambda _: counted(conversation_raw()),
+            *await side_by_side(
+                (
+                    "gateway: me.conversation.messages(first: 50)",
+                    lambda _: target.graphql(CONVERSATION, {"with": logins[0]}, owner_token),
+                ),
+                ("driver:  session + users + row + page", lambda _: counted(conversation_raw())),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
@@ -122,15 +117,9 @@ async def main() -> None:
         report(f"messenger reads ({REQUESTS} requests, concurrency {CONCURRENCY})", main_rows)
 
         send_rows = [
-            await measure(
-                f"gateway: sendMessage, {PARTNERS} senders -> 1",
-                send_to_one,
-                requests=SEND_REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                f"driver:  service.send, {PARTNERS} senders -> 1",
-                lambda i: counted(send_raw(i)),
+            *await side_by_side(
+                (f"gateway: sendMessage, {PARTNERS} senders -> 1", send_to_one),
+                (f"driver:  service.send, {PARTNERS} senders -> 1", lambda i: counted(send_raw(i))),
                 requests=SEND_REQUESTS,
                 concurrency=CONCURRENCY,
             ),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from bench.harness import Target, counted, gateway_under_test, measure, report
+from bench.harness import Target, counted, gateway_under_test, report, side_by_side
 from gateway.db import clock
 from gateway.graph.pubsub import InProcessPubSub
 from gateway.rooms.history import RoomHistory
@@ -159,81 +159,82 @@ async def main() -> None:
             return await target.graphql(JOIN, {"n": "bench-busy"}, token=next(joiners).token)
 
         rows = [
-            await measure(
-                f"gateway: room.messages(first: {PAGE}) + authors",
-                lambda _: target.graphql(HISTORY, {"n": "bench-history", "first": PAGE}, token=reader.token),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "driver:  session, room, membership, page, authors",
-                lambda _: counted(raw_history()),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "gateway: postRoomMessage",
-                lambda i: target.graphql(
-                    POST,
-                    {"r": "bench-history", "c": f"gateway {i}"},
-                    token=authors[i % AUTHORS].token,
+            *await side_by_side(
+                (
+                    f"gateway: room.messages(first: {PAGE}) + authors",
+                    lambda _: target.graphql(
+                        HISTORY, {"n": "bench-history", "first": PAGE}, token=reader.token
+                    ),
+                ),
+                (
+                    "driver:  session, room, membership, page, authors",
+                    lambda _: counted(raw_history()),
                 ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
-            await measure(
-                "driver:  session, room, insert message",
-                lambda i: counted(raw_post(i)),
+            *await side_by_side(
+                (
+                    "gateway: postRoomMessage",
+                    lambda i: target.graphql(
+                        POST,
+                        {"r": "bench-history", "c": f"gateway {i}"},
+                        token=authors[i % AUTHORS].token,
+                    ),
+                ),
+                (
+                    "driver:  session, room, insert message",
+                    lambda i: counted(raw_post(i)),
+                ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
-            await measure(
-                "gateway: joinRoom (one busy room, LWT)",
-                lambda _: gateway_join(),
+            *await side_by_side(
+                (
+                    "gateway: joinRoom (one busy room, LWT)",
+                    lambda _: gateway_join(),
+                ),
+                (
+                    "driver:  session, room, LWT, membership, msg",
+                    lambda _: counted(raw_join()),
+                ),
                 requests=JOIN_REQUESTS,
                 concurrency=CONCURRENCY,
                 warmup=JOIN_WARMUP,
             ),
-            await measure(
-                "driver:  session, room, LWT, membership, msg",
-                lambda _: counted(raw_join()),
-                requests=JOIN_REQUESTS,
-                concurrency=CONCURRENCY,
-                warmup=JOIN_WARMUP,
-            ),
-            await measure(
-                f"gateway: room.participants(first: {PAGE}) + count",
-                lambda _: target.graphql(PARTICIPANTS, {"n": "bench-history", "first": PAGE}),
+            *await side_by_side(
+                (
+                    f"gateway: room.participants(first: {PAGE}) + count",
+                    lambda _: target.graphql(PARTICIPANTS, {"n": "bench-history", "first": PAGE}),
+                ),
+                (
+                    "driver:  room, slice, count, users",
+                    lambda _: counted(raw_participants()),
+                ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
-            await measure(
-                "driver:  room, slice, count, users",
-                lambda _: counted(raw_participants()),
+            *await side_by_side(
+                (
+                    "gateway: user.rooms(first: 20) + creators",
+                    lambda _: target.graphql(USER_ROOMS, {"l": reader.login, "first": 20}),
+                ),
+                (
+                    "driver:  user, slice, rooms, creators, counts",
+                    lambda _: counted(raw_user_rooms()),
+                ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
-            await measure(
-                "gateway: user.rooms(first: 20) + creators",
-                lambda _: target.graphql(USER_ROOMS, {"l": reader.login, "first": 20}),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "driver:  user, slice, rooms, creators, counts",
-                lambda _: counted(raw_user_rooms()),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "gateway: rooms(first: 20) + creators",
-                lambda _: target.graphql(ROOMS),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "driver:  scan 20 rooms, creators, counts",
-                lambda _: counted(raw_rooms()),
+            *await side_by_side(
+                (
+                    "gateway: rooms(first: 20) + creators",
+                    lambda _: target.graphql(ROOMS),
+                ),
+                (
+                    "driver:  scan 20 rooms, creators, counts",
+                    lambda _: counted(raw_rooms()),
+                ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),

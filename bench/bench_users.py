@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bench.harness import counted, gateway_under_test, measure, report
+from bench.harness import counted, gateway_under_test, report, side_by_side
 from gateway.users.store import SessionStore, UserStore
 
 REQUESTS = 2000
@@ -21,27 +21,27 @@ async def main() -> None:
         sessions = SessionStore(target.db, target.settings)
 
         rows = [
-            await measure(
-                "gateway: user(login) { login firstname }",
-                lambda _: target.graphql('{ user(login: "benchuser") { login firstname } }'),
+            *await side_by_side(
+                (
+                    "gateway: user(login) { login firstname }",
+                    lambda _: target.graphql('{ user(login: "benchuser") { login firstname } }'),
+                ),
+                (
+                    "driver:  SELECT user by login",
+                    lambda _: counted(users.get_many(["benchuser"])),
+                ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),
-            await measure(
-                "driver:  SELECT user by login",
-                lambda _: counted(users.get_many(["benchuser"])),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "gateway: me { user { login email } }",
-                lambda _: target.graphql("{ me { user { login email } } }", token=token),
-                requests=REQUESTS,
-                concurrency=CONCURRENCY,
-            ),
-            await measure(
-                "driver:  session + user read",
-                lambda _: counted(_me_raw(sessions, users, token)),
+            *await side_by_side(
+                (
+                    "gateway: me { user { login email } }",
+                    lambda _: target.graphql("{ me { user { login email } } }", token=token),
+                ),
+                (
+                    "driver:  session + user read",
+                    lambda _: counted(_me_raw(sessions, users, token)),
+                ),
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
             ),

@@ -47,6 +47,26 @@ class Stats:
     gateway_cpu: float = 0.0
     local_cpu: float = 0.0
 
+    @classmethod
+    def added(cls, name: str, parts: list[Stats]) -> Stats:
+        """One row for runs of the same case: requests, time and CPU summed, latencies pooled,
+        per-request means weighted by requests."""
+        requests = sum(p.requests for p in parts)
+
+        def mean(value: Callable[[Stats], float]) -> float:
+            return sum(value(p) * p.requests for p in parts) / requests if requests else 0.0
+
+        return cls(
+            name=name,
+            requests=requests,
+            seconds=sum(p.seconds for p in parts),
+            latencies_ms=[ms for p in parts for ms in p.latencies_ms],
+            statements=mean(lambda p: p.statements),
+            lwt_retries=mean(lambda p: p.lwt_retries),
+            gateway_cpu=sum(p.gateway_cpu for p in parts),
+            local_cpu=sum(p.local_cpu for p in parts),
+        )
+
     @property
     def cpu_per_1000(self) -> float:
         """CPU-seconds per 1000 requests of the process doing the work: the gateway's for a
@@ -227,13 +247,16 @@ async def _wait_ready(http: aiohttp.ClientSession, base: str, server: asyncio.su
     raise RuntimeError("the gateway under test did not become ready")
 
 
-async def in_parallel(count: int, work: Callable[[int], Awaitable[object]], concurrency: int) -> None:
-    """``work(0) .. work(count - 1)``, ``concurrency`` at a time."""
-    next_index = 0
+async def in_parallel(
+    count: int, work: Callable[[int], Awaitable[object]], concurrency: int, *, first: int = 0
+) -> None:
+    """``work(first) .. work(first + count - 1)``, ``concurrency`` at a time."""
+    next_index = first
+    end = first + count
 
     async def worker() -> None:
         nonlocal next_index
-        while next_index < count:
+        while next_index < end:
             index = next_index
             next_index += 1
             await work(index)
@@ -241,14 +264,10 @@ async def in_parallel(count: int, work: Callable[[int], Awaitable[object]], conc
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
-async def measure(
-    name: str,
-    call: Callable[[int], Awaitable[dict[str, Any] | RequestMetrics | None]],
-    *,
-    requests: int,
-    concurrency: int,
-    warmup: int = 20,
-) -> Stats:
+Call = Callable[[int], Awaitable[dict[str, Any] | RequestMetrics | None]]
+
+
+async def measure(name: str, call: Call, *, requests: int, concurrency: int, warmup: int = 20) -> Stats:
     """Run ``call(i)`` ``requests`` times, ``concurrency`` at once.
 
     ``call`` returns a GraphQL response body (its ``extensions.cql`` is read) or a
@@ -256,6 +275,44 @@ async def measure(
     """
     for i in range(warmup):
         await call(-1 - i)
+    return await _timed_run(name, call, requests, concurrency, first=0)
+
+
+ROUNDS = 4
+"""Rounds of :func:`side_by_side`: each case runs a quarter of its requests per round."""
+
+
+async def side_by_side(
+    *cases: tuple[str, Call], requests: int, concurrency: int, warmup: int = 20, rounds: int = ROUNDS
+) -> list[Stats]:
+    """Measure cases that are compared with each other (a gateway case and its driver baseline)
+    in alternating rounds rather than one after the other.
+
+    The machine does not stay the same over a minute: the node compacts and flushes what the
+    seeding wrote, and other processes come and go. Measured one after the other, whichever case
+    runs in a quiet stretch looks faster. Here each case runs ``requests / rounds`` calls per
+    round, the order of the cases rotating from round to round, so each meets the same
+    stretches; its row adds up its rounds (requests/s over its own time, p50/p99 over all of
+    its calls, CPU summed). Call indexes run on across rounds: writes stay unique. With
+    ``BENCH_PROFILE`` set, one round: each case's profile is one unbroken run.
+    """
+    if os.environ.get("BENCH_PROFILE"):
+        rounds = 1
+    for _, call in cases:
+        for i in range(warmup):
+            await call(-1 - i)
+    per_round = [requests // rounds + (1 if r < requests % rounds else 0) for r in range(rounds)]
+    parts: list[list[Stats]] = [[] for _ in cases]
+    for r, count in enumerate(per_round):
+        first = sum(per_round[:r])
+        for k in range(len(cases)):
+            position = (k + r) % len(cases)
+            name, call = cases[position]
+            parts[position].append(await _timed_run(name, call, count, concurrency, first=first))
+    return [Stats.added(name, part) for (name, _), part in zip(cases, parts, strict=True)]
+
+
+async def _timed_run(name: str, call: Call, requests: int, concurrency: int, *, first: int) -> Stats:
     latencies: list[float] = []
     statements: list[int] = []
     retries: list[int] = []
@@ -276,7 +333,7 @@ async def measure(
     local_cpu = time.process_time()
     started = time.perf_counter()
     with profiling(_servers[0] if _servers and name.startswith("gateway") else None, name):
-        await in_parallel(requests, timed, concurrency)
+        await in_parallel(requests, timed, concurrency, first=first)
     elapsed = time.perf_counter() - started
     local_cpu = time.process_time() - local_cpu
     gateway_cpu = servers_cpu() - gateway_cpu

@@ -1,0 +1,57 @@
+"""The benchmarks' side-by-side measurement (``bench/harness.py``): cases compared with each other
+take turns, each meets every stretch of the run, and each row adds up all of its calls."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from bench.harness import Stats, side_by_side
+
+
+async def test_cases_take_turns_and_each_row_counts_all_its_calls() -> None:
+    calls: list[tuple[str, int]] = []
+
+    def recorder(case: str) -> Callable[[int], Awaitable[None]]:
+        async def call(index: int) -> None:
+            calls.append((case, index))
+
+        return call
+
+    gateway, driver = await side_by_side(
+        ("gateway: a", recorder("gateway")),
+        ("driver:  b", recorder("driver")),
+        requests=10,
+        concurrency=3,
+        warmup=2,
+        rounds=4,
+    )
+
+    assert calls[:4] == [("gateway", -1), ("gateway", -2), ("driver", -1), ("driver", -2)]
+    measured = calls[4:]
+    # Rounds of 3, 3, 2, 2 calls per case; the case going first alternates.
+    firsts = [measured[i][0] for i in (0, 6, 12, 16)]
+    assert firsts == ["gateway", "driver", "gateway", "driver"]
+    for case in ("gateway", "driver"):
+        assert sorted(i for c, i in measured if c == case) == list(range(10))
+    # Each round's calls are a contiguous stretch of indexes, the same for both cases.
+    assert [i for c, i in measured[:6] if c == "gateway"] == [0, 1, 2]
+    assert sorted(i for c, i in measured[6:12] if c == "driver") == [3, 4, 5]
+
+    assert (gateway.name, driver.name) == ("gateway: a", "driver:  b")
+    for row in (gateway, driver):
+        assert row.requests == 10
+        assert len(row.latencies_ms) == 10
+        assert row.seconds > 0
+
+
+def test_added_rows_sum_time_and_cpu_and_weigh_means_by_requests() -> None:
+    first = Stats("gateway: x", 30, 1.5, [1.0] * 30, statements=4.0, gateway_cpu=0.6, local_cpu=0.1)
+    second = Stats("gateway: x", 10, 0.5, [3.0] * 10, statements=8.0, gateway_cpu=0.2, local_cpu=0.1)
+
+    row = Stats.added("gateway: x", [first, second])
+
+    assert (row.requests, row.seconds) == (40, 2.0)
+    assert row.rps == 20.0
+    assert row.statements == 5.0
+    assert row.cpu_per_1000 == 20.0
+    assert row.pct(0.99) == 3.0 and row.pct(0.5) == 1.0
