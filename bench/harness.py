@@ -46,6 +46,8 @@ class Stats:
     lwt_retries: float = 0.0
     gateway_cpu: float = 0.0
     local_cpu: float = 0.0
+    #: Requests/s of each round, for a row added up from the rounds of :func:`side_by_side`.
+    rounds_rps: list[float] = field(default_factory=list)
 
     @classmethod
     def added(cls, name: str, parts: list[Stats]) -> Stats:
@@ -65,6 +67,7 @@ class Stats:
             lwt_retries=mean(lambda p: p.lwt_retries),
             gateway_cpu=sum(p.gateway_cpu for p in parts),
             local_cpu=sum(p.local_cpu for p in parts),
+            rounds_rps=[p.rps for p in parts],
         )
 
     @property
@@ -379,5 +382,5 @@ def report(title: str, rows: list[Stats]) -> None:
                 out.write(json.dumps({
                     "report": title, "name": row.name, "rps": row.rps, "p99": row.pct(0.99),
                     "statements": row.statements, "cpu_per_1000": row.cpu_per_1000,
-                    "client_cpu_per_1000": row.client_cpu_per_1000,
+                    "client_cpu_per_1000": row.client_cpu_per_1000, "rounds_rps": row.rounds_rps,
                 }) + "\n")  # fmt: skip

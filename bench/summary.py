@@ -3,7 +3,10 @@ the ``BENCH_SUMMARY`` file: ``python -m bench.summary FILE`` (``scripts/bench --
 
 A gateway row is paired with the next driver row of the same report (the benches list each
 gateway case before the driver doing the same CQL); rows with no driver row after them are
-listed with the driver columns empty.
+listed with the driver columns empty. Cases measured side by side in rounds
+(``bench.harness.side_by_side``) also show the lowest and highest ratio of one round's
+gateway requests/s to the same round's driver requests/s: how far the machine moved the ratio
+within the run.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def main() -> None:
     print(f"\nCassandra I/O: gateway {io} (CASSANDRA_IO), driver baseline {baseline} (BENCH_BASELINE_IO)")
     print(
         f"{'case':<48} {'gw_rps':>7} {'drv_rps':>7} {'ratio':>6} {'gw_p99':>7} {'drv_p99':>7}"
-        f" {'stmts':>5} {'gw_cpu/1k':>9} {'drv_cpu/1k':>10} {'client_cpu/1k':>13}"
+        f" {'stmts':>5} {'gw_cpu/1k':>9} {'drv_cpu/1k':>10} {'client_cpu/1k':>13} {'round_ratios':>12}"
     )
     for gateway, driver in pairs(rows):
         name = gateway["name"].removeprefix("gateway:").strip()[:48]
@@ -55,8 +58,18 @@ def main() -> None:
             f"{name:<48} {gateway['rps']:>7.0f} {driver['rps']:>7.0f} {ratio:>6.2f}"
             f" {gateway['p99']:>7.1f} {driver['p99']:>7.1f} {gateway['statements']:>5.1f}"
             f" {gateway['cpu_per_1000']:>9.2f} {driver['cpu_per_1000']:>10.2f}"
-            f" {gateway.get('client_cpu_per_1000', 0.0):>13.2f}"
+            f" {gateway.get('client_cpu_per_1000', 0.0):>13.2f} {round_ratios(gateway, driver):>12}"
         )
+
+
+def round_ratios(gateway: dict[str, Any], driver: dict[str, Any]) -> str:
+    """``low-high`` of the rounds' ratios, or empty for cases not measured in rounds."""
+    ratios = [
+        g / d
+        for g, d in zip(gateway.get("rounds_rps") or [], driver.get("rounds_rps") or [], strict=False)
+        if d
+    ]
+    return f"{min(ratios):.2f}-{max(ratios):.2f}" if len(ratios) > 1 else ""
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from bench.harness import Stats, side_by_side
+from bench.summary import round_ratios
 
 
 async def test_cases_take_turns_and_each_row_counts_all_its_calls() -> None:
@@ -55,3 +56,20 @@ def test_added_rows_sum_time_and_cpu_and_weigh_means_by_requests() -> None:
     assert row.statements == 5.0
     assert row.cpu_per_1000 == 20.0
     assert row.pct(0.99) == 3.0 and row.pct(0.5) == 1.0
+
+
+def test_the_summary_shows_how_far_the_rounds_ratios_spread() -> None:
+    gateway = Stats.added(
+        "gateway: x",
+        [Stats("gateway: x", 10, 1.0, [1.0] * 10, 4.0), Stats("gateway: x", 10, 0.5, [1.0] * 10, 4.0)],
+    )
+    driver = Stats.added(
+        "driver:  x",
+        [Stats("driver:  x", 10, 0.5, [1.0] * 10, 4.0), Stats("driver:  x", 10, 0.5, [1.0] * 10, 4.0)],
+    )
+    assert gateway.rounds_rps == [10.0, 20.0]
+
+    spread = round_ratios({"rounds_rps": gateway.rounds_rps}, {"rounds_rps": driver.rounds_rps})
+
+    assert spread == "0.50-1.00"
+    assert round_ratios({"rounds_rps": []}, {"rounds_rps": []}) == ""
