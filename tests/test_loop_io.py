@@ -13,12 +13,14 @@ import contextlib
 import io
 import threading
 import time
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from aiohttp import web
+from cassandra import InvalidRequest
 from cassandra.cluster import DefaultConnection, ResponseFuture
 from cassandra.segment import CrcException, SegmentCodec, compute_crc24
 from hypothesis import given
@@ -27,7 +29,7 @@ from hypothesis import strategies as st
 from gateway.app import SERVICES
 from gateway.db.loop_io import LoopConnection, LoopTimer
 from gateway.db.segments import SEGMENT_CODEC, WholeSegments, crc24
-from gateway.db.session import CassandraUnavailable, Database
+from gateway.db.session import CassandraUnavailable, Database, RequestMetrics, measuring
 from gateway.settings import Settings
 from tests.tcp_proxy import TcpProxy
 from tests.test_heap import cyclic_garbage
@@ -291,3 +293,131 @@ async def test_statements_sent_in_one_pass_of_the_loop_leave_in_one_write(loop_d
     assert all(result.rows for result in results)
     # 20 frames; one write per connection, and room for a heartbeat.
     assert 1 <= len(writes) <= len(connections) + 1, writes
+
+
+# -- reads the short way (gateway/db/direct.py) ----------------------------------------------
+
+
+@contextlib.contextmanager
+def _driver_calls(db: Database) -> Iterator[list[object]]:
+    """The statements that went through the driver's ``execute_async`` while the block ran."""
+    session = db.session
+    calls: list[object] = []
+    full = session.execute_async
+
+    def counted(statement: object, *args: Any, **kwargs: Any) -> Any:
+        calls.append(statement)
+        return full(statement, *args, **kwargs)
+
+    session.execute_async = counted
+    try:
+        yield calls
+    finally:
+        del session.execute_async
+
+
+@pytest.fixture
+async def probe_table(loop_db: Database, base_settings: Settings) -> AsyncIterator[str]:
+    table = f"{base_settings.keyspace}.direct_probe_{uuid.uuid4().hex[:8]}"
+    session = loop_db.session
+    await asyncio.to_thread(
+        session.execute, f"CREATE TABLE {table} (k int, c int, v text, PRIMARY KEY (k, c))"
+    )
+    yield table
+    await asyncio.to_thread(session.execute, f"DROP TABLE IF EXISTS {table}")
+
+
+async def test_reads_go_the_short_way_with_the_drivers_answers(loop_db: Database, probe_table: str) -> None:
+    for c in range(7):
+        await loop_db.execute(f"INSERT INTO {probe_table} (k, c, v) VALUES (?, ?, ?)", (1, c, f"v{c}"))
+    select = f"SELECT c, v FROM {probe_table} WHERE k = ?"
+    prepared = await loop_db.prepare(select)
+
+    with _driver_calls(loop_db) as calls:
+        whole = await loop_db.execute(select, (1,))
+        first = await loop_db.execute(select, (1,), fetch_size=3)
+        second = await loop_db.execute(select, (1,), fetch_size=3, paging_state=first.paging_state)
+        pages = [page async for page in loop_db.pages(select, (1,), fetch_size=3)]
+        none = await loop_db.execute(select, (2,))
+    assert calls == []  # no read went through the driver's ResponseFuture
+
+    reference = await loop_db._run(prepared.bind((1,)))  # the driver's own way
+    assert whole.rows == reference.rows == [{"c": c, "v": f"v{c}"} for c in range(7)]
+    assert whole.paging_state is None
+    assert first.rows == reference.rows[:3] and first.paging_state is not None
+    assert second.rows == reference.rows[3:6]
+    assert [len(page) for page in pages] == [3, 3, 1]
+    assert none.rows == []
+
+    with _driver_calls(loop_db) as calls:
+        await loop_db.execute(f"UPDATE {probe_table} SET v = ? WHERE k = ? AND c = ?", ("w", 1, 0))
+    assert len(calls) == 1  # writes keep the driver's path
+
+
+async def test_a_read_the_node_refuses_takes_the_drivers_path_and_its_error(
+    loop_db: Database, probe_table: str
+) -> None:
+    """A node's error answer to a read goes back to the driver's full path (its retry
+    policy, preparing again): the caller sees the driver's error, sent once more."""
+    select = f"SELECT v FROM {probe_table} WHERE k = ? LIMIT ?"
+    assert (await loop_db.execute(select, (1, 5))).rows == []
+    with (
+        measuring(RequestMetrics()) as metrics,
+        _driver_calls(loop_db) as calls,
+        pytest.raises(InvalidRequest, match="LIMIT must be strictly positive"),
+    ):
+        await loop_db.execute(select, (1, 0))
+    assert len(calls) == 1
+    assert metrics.statements == 2  # sent the short way, then the driver's
+
+
+async def test_a_read_the_node_forgot_is_prepared_again_and_reads_the_new_columns(
+    loop_db: Database, probe_table: str
+) -> None:
+    """``ALTER TABLE`` makes the node forget a ``SELECT *`` prepared before it: the short way
+    hands that read to the driver, which prepares it again; the reads after it take the
+    short way again, with the new columns."""
+    select = f"SELECT * FROM {probe_table} WHERE k = ?"
+    await loop_db.execute(f"INSERT INTO {probe_table} (k, c, v) VALUES (?, ?, ?)", (1, 1, "a"))
+    assert (await loop_db.execute(select, (1,))).rows == [{"k": 1, "c": 1, "v": "a"}]
+    await asyncio.to_thread(loop_db.session.execute, f"ALTER TABLE {probe_table} ADD extra text")
+    await asyncio.to_thread(
+        loop_db.session.execute, f"UPDATE {probe_table} SET extra = 'x' WHERE k = 1 AND c = 1"
+    )
+    expected = [{"k": 1, "c": 1, "v": "a", "extra": "x"}]
+    with measuring(RequestMetrics()) as metrics, _driver_calls(loop_db) as calls:
+        assert (await loop_db.execute(select, (1,))).rows == expected
+    assert len(calls) == 1
+    assert metrics.statements == 2  # the short way's, refused; the driver's, prepared again
+    with _driver_calls(loop_db) as calls:
+        assert (await loop_db.execute(select, (1,))).rows == expected
+    assert calls == []
+
+
+async def test_a_read_that_times_out_leaves_its_stream_until_the_late_answer(
+    base_settings: Settings, server: object
+) -> None:
+    async with _through_proxy(base_settings, request_timeout=0.5, cassandra_io="loop") as (db, proxy):
+        connections = _connections(db)
+        proxy.latency = 1.5
+        with pytest.raises(CassandraUnavailable, match=r"(?i)timeout"):
+            await db.execute(USER, ("nobody-at-all",))
+        # The stream id is not handed out again while the node may still answer on it.
+        assert sum(len(c.orphaned_request_ids) for c in connections) == 1
+        proxy.latency = 0.0
+        for _ in range(100):  # the late answer comes after the proxy's 1.5 s
+            if not sum(len(c.orphaned_request_ids) for c in connections):
+                break
+            await asyncio.sleep(0.1)
+        assert sum(len(c.orphaned_request_ids) for c in connections) == 0  # the late answer freed it
+        assert (await db.execute(USER, ("nobody-at-all",))).rows == []
+        await asyncio.sleep(0.2)
+        assert all(c.in_flight == 0 for c in connections)
+
+
+async def test_a_direct_read_leaves_no_cycle_behind(loop_db: Database) -> None:
+    await loop_db.execute(USER, ("nobody-at-all",))
+    with cyclic_garbage() as garbage:
+        for _ in range(50):
+            await loop_db.execute(USER, ("nobody-at-all",))
+    assert not [o for o in garbage if isinstance(o, asyncio.Future | asyncio.TimerHandle)]

@@ -3,7 +3,8 @@
 - Statements are prepared once per process, on first use (in a worker thread, so
   the event loop never blocks), and cached by their CQL text.
 - Rows come back as dicts (``dict_factory``), far cheaper than named tuples.
-- ``execute_async`` is bridged to asyncio with ``add_callbacks``. The served
+- ``execute_async`` is bridged to asyncio with ``add_callbacks``; on the loop's
+  connections a SELECT goes straight to a connection (:mod:`gateway.db.direct`). The served
   gateway's connections live on its event loop (:mod:`gateway.db.loop_io`), so
   a result settles its future directly; with the driver's own I/O thread
   (``CASSANDRA_IO=thread``, the command-line tools) it goes through
@@ -45,6 +46,7 @@ from cassandra.policies import (
 from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessage
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, dict_factory
 
+from gateway.db.direct import DirectReads, is_read
 from gateway.db.loop_io import LoopConnection
 from gateway.db.segments import ThreadConnection
 from gateway.settings import Settings
@@ -161,7 +163,10 @@ class Database:
         self._session: Session | None = None
         self._prepared: dict[str, PreparedStatement] = {}
         self._preparing: dict[str, asyncio.Future[PreparedStatement]] = {}
-        self._in_flight: set[asyncio.Future[Result]] = set()
+        self._in_flight: set[asyncio.Future[Any]] = set()
+        #: Reads sent without the driver's ResponseFuture, when the connections are the loop's.
+        self._direct: DirectReads | None = None
+        self._reads: dict[str, bool] = {}
         self.keyspace: str | None = None
 
     # -- connecting ---------------------------------------------------------
@@ -220,6 +225,8 @@ class Database:
         loop unless ``CASSANDRA_IO=thread``. Raises CassandraUnavailable."""
         io = LoopConnection.for_running_loop() if self.settings.cassandra_io == "loop" else None
         await asyncio.to_thread(self.connect, io)
+        if io is not None:
+            self._direct = DirectReads(self.session, io.loop, io.loop_thread)
 
     def use_keyspace(self, keyspace: str) -> None:
         """Statements are prepared against ``keyspace``: their tables are qualified with
@@ -232,6 +239,7 @@ class Database:
         """Close the cluster (blocking). Statements still in flight end at once with
         CassandraUnavailable: the driver would leave them to their request timeout."""
         cluster, self._cluster, self._session = self._cluster, None, None
+        self._direct = None
         self._prepared.clear()
         if cluster is not None:
             cluster.shutdown()
@@ -287,14 +295,40 @@ class Database:
         paging_state: bytes | None = None,
         timestamp: int | None = None,
     ) -> Result:
-        """Run one prepared statement; returns its first page of rows."""
+        """Run one prepared statement; returns its first page of rows. On the loop's
+        connections a SELECT goes the short way (:mod:`gateway.db.direct`)."""
         prepared = self._prepared.get(cql) or await self.prepare(cql)
         bound = prepared.bind(params or ())
         if fetch_size is not None:
             bound.fetch_size = fetch_size
         if timestamp is not None:
             bound.timestamp = timestamp
+        direct = self._direct
+        if direct is not None and threading.get_ident() == direct.loop_thread:
+            read = self._reads.get(cql)
+            if read is None:
+                read = self._reads[cql] = is_read(cql)
+            if read:
+                rows = await self._read(direct, bound, paging_state)
+                if rows is not None:
+                    return Result(*rows)
+                # Not rows: the driver's full path (retries, preparing again, its errors).
         return await self._run(bound, paging_state=paging_state)
+
+    async def _read(
+        self, direct: DirectReads, bound: BoundStatement, paging_state: bytes | None
+    ) -> tuple[list[Row], bytes | None] | None:
+        future = direct.send(bound, paging_state)
+        if future is None:
+            return None
+        self._count()
+        self._in_flight.add(future)
+        try:
+            return await future
+        except _UNAVAILABLE_ERRORS as exc:
+            raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
+        finally:
+            self._in_flight.discard(future)
 
     async def pages(
         self, cql: str, params: Params = None, *, fetch_size: int = 1000
