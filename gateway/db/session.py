@@ -23,7 +23,7 @@ import functools
 import logging
 import re
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -152,6 +152,14 @@ IN_CHUNK = 100
 
 def chunked(items: Sequence[T], size: int = IN_CHUNK) -> list[Sequence[T]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+async def gathered(awaitables: Sequence[Awaitable[T]]) -> list[T]:
+    """``asyncio.gather`` for a batch's reads: a batch of one (the usual DataLoader batch) is
+    awaited as it is, without the task gather wraps it in (about 6 us each)."""
+    if len(awaitables) == 1:
+        return [await awaitables[0]]
+    return list(await asyncio.gather(*awaitables))
 
 
 class Database:
@@ -350,8 +358,8 @@ class Database:
         """Rows of ``cql`` whose one ``?`` is ``IN ?``, for every distinct key:
         one read per ``IN_CHUNK`` keys, the reads in flight together."""
         wanted = sorted(set(keys))
-        pages = await asyncio.gather(
-            *(self.execute(cql, (list(chunk),), fetch_size=IN_CHUNK) for chunk in chunked(wanted))
+        pages = await gathered(
+            [self.execute(cql, (list(chunk),), fetch_size=IN_CHUNK) for chunk in chunked(wanted)]
         )
         return [row for page in pages for row in page.rows]
 

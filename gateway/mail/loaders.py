@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-
+from gateway.db.session import gathered
 from gateway.graph.context import Context
 from gateway.graph.dataloader import Loader
 from gateway.mail.store import MailStore
@@ -14,6 +13,6 @@ def unread_counts_loader(context: Context) -> Loader[str, dict[str, int]]:
     store = context.store(MailStore)
 
     async def load(logins: list[str]) -> list[dict[str, int]]:
-        return list(await asyncio.gather(*(store.unread_counts(login) for login in logins)))
+        return await gathered([store.unread_counts(login) for login in logins])
 
     return Loader(load_fn=load)

@@ -10,11 +10,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from uuid import UUID
 
-from gateway.db.session import IN_CHUNK
+from gateway.db.session import IN_CHUNK, gathered
 from gateway.graph.context import Context
 from gateway.graph.dataloader import Loader
 from gateway.rooms.members import MemberStore, UserRoom
@@ -56,9 +55,7 @@ def user_rooms_loader(context: Context) -> Loader[UserRoomsKey, UserRoomsPage]:
     rooms = context.loader(room_loader)
 
     async def load(keys: list[UserRoomsKey]) -> list[UserRoomsPage]:
-        slices = await asyncio.gather(
-            *(members.rooms_of(login, first, after) for login, first, after in keys)
-        )
+        slices = await gathered([members.rooms_of(login, first, after) for login, first, after in keys])
         records = await rooms.load_many([row.room_name for s in slices for row in s.rows])
         found = iter(records)
         pages: list[UserRoomsPage] = []
