@@ -421,3 +421,23 @@ async def test_a_direct_read_leaves_no_cycle_behind(loop_db: Database) -> None:
         for _ in range(50):
             await loop_db.execute(USER, ("nobody-at-all",))
     assert not [o for o in garbage if isinstance(o, asyncio.Future | asyncio.TimerHandle)]
+
+
+async def test_a_read_no_connection_takes_now_gives_its_stream_back(loop_db: Database) -> None:
+    """A connection that refuses to send (overloaded, closing): the short way hands the read to
+    the driver's path, and the stream id and in-flight count it took are given back."""
+    prepared = await loop_db.prepare(USER)
+    await loop_db.execute(USER, ("nobody-at-all",))
+    direct = loop_db._direct
+    assert direct is not None
+    connections = _connections(loop_db)
+    before = [(len(c.request_ids), c.in_flight) for c in connections]
+    for connection in connections:
+        connection._socket_writable = False
+    try:
+        assert direct.send(prepared.bind(("nobody-at-all",)), None) is None
+    finally:
+        for connection in connections:
+            connection._socket_writable = True
+    assert [(len(c.request_ids), c.in_flight) for c in connections] == before
+    assert (await loop_db.execute(USER, ("nobody-at-all",))).rows == []

@@ -115,7 +115,10 @@ class DirectReads:
             )
         except Exception:  # closed or overloaded: the full path picks another
             timer.cancel()
+            # Nothing went out on the stream: it is free again (the driver's path would keep it).
             connection._requests.pop(request_id, None)
+            with connection.lock:
+                connection.request_ids.append(request_id)
             pool.return_connection(connection)
             return None
         return future
