@@ -330,6 +330,11 @@ class Database:
         if future is None:
             return None
         self._count()
+        return await self._settled(future)
+
+    async def _settled(self, future: asyncio.Future[T]) -> T:
+        """A statement's outcome, its future among those :meth:`shutdown` ends; the driver's
+        "cannot answer now" errors become :class:`CassandraUnavailable`."""
         self._in_flight.add(future)
         try:
             return await future
@@ -407,13 +412,9 @@ class Database:
             settle(None, exc)
 
         response.add_callbacks(resolve, reject)
-        self._in_flight.add(future)
         try:
-            return await future
-        except _UNAVAILABLE_ERRORS as exc:
-            raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
+            return await self._settled(future)
         finally:
-            self._in_flight.discard(future)
             response.clear_callbacks()
             _release_values(statement)
 
