@@ -174,7 +174,8 @@ class Database:
         self._in_flight: set[asyncio.Future[Any]] = set()
         #: Reads sent without the driver's ResponseFuture, when the connections are the loop's.
         self._direct: DirectReads | None = None
-        self._reads: dict[str, bool] = {}
+        #: The prepared statements that are SELECTs (told apart once, when prepared).
+        self._reads: set[str] = set()
         self.keyspace: str | None = None
 
     # -- connecting ---------------------------------------------------------
@@ -281,6 +282,8 @@ class Database:
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
         finally:
             self._preparing.pop(cql, None)
+        if is_read(cql):
+            self._reads.add(cql)
         self._prepared[cql] = prepared
         return prepared
 
@@ -312,15 +315,11 @@ class Database:
         if timestamp is not None:
             bound.timestamp = timestamp
         direct = self._direct
-        if direct is not None and threading.get_ident() == direct.loop_thread:
-            read = self._reads.get(cql)
-            if read is None:
-                read = self._reads[cql] = is_read(cql)
-            if read:
-                rows = await self._read(direct, bound, paging_state)
-                if rows is not None:
-                    return Result(*rows)
-                # Not rows: the driver's full path (retries, preparing again, its errors).
+        if direct is not None and cql in self._reads and threading.get_ident() == direct.loop_thread:
+            rows = await self._read(direct, bound, paging_state)
+            if rows is not None:
+                return Result(*rows)
+            # Not rows: the driver's full path (retries, preparing again, its errors).
         return await self._run(bound, paging_state=paging_state)
 
     async def _read(
