@@ -99,14 +99,17 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView[Context, None]):
     async def get_context(
         self, request: web.Request, response: web.Response | web.WebSocketResponse
     ) -> Context:
+        websocket = isinstance(response, web.WebSocketResponse)
         if isinstance(response, web.WebSocketResponse):
             self.drain.track_socket(response)
         return Context(
             self.services,
             request=request,
             response=response,
-            authorization=request.headers.get("Authorization"),
-            websocket=isinstance(response, web.WebSocketResponse),
+            # A socket acts as nobody until ``connection_init`` admits its session (from the
+            # payload or this header): see gateway/http/websocket.py.
+            authorization=None if websocket else request.headers.get("Authorization"),
+            websocket=websocket,
         )
 
     async def render_graphql_ide(self, request: web.Request) -> web.Response:

@@ -183,6 +183,36 @@ async def test_sign_out_on_a_closes_the_sessions_socket_on_b_with_4403(
         assert await asyncio.wait_for(socket.close_code(), SIGN_OUT_WAIT) == 4403
 
 
+async def test_sign_out_on_a_closes_sockets_authorised_by_header_or_by_mutation_on_b(
+    gateways: tuple[Gateway, Gateway, Gateway], broker: RedisServer, base_settings: Settings
+) -> None:
+    """However a socket on B became authenticated (the upgrade request's header, a
+    ``signIn`` sent over it), a sign-out on A reaches it through Redis."""
+    a, b, _ = gateways
+    alice = await a.api.sign_up("hdrleaver")
+    header = {"Authorization": f"Bearer {alice.token}"}
+    async with (
+        Socket.open(b.api, TRANSPORT_WS, headers=header) as by_header,
+        Socket.open(b.api, TRANSPORT_WS) as by_mutation,
+    ):
+        for socket in (by_header, by_mutation):
+            acked = await socket.init()
+            assert acked is not None and acked["type"] == "connection_ack"
+        signed_in = await by_mutation.result(
+            "mutation($l: String!, $p: String!) { signIn(login: $l, password: $p) { token } }",
+            {"l": alice.login, "p": alice.password},
+        )
+        assert signed_in is not None
+        second = signed_in["data"]["signIn"]["token"]
+        for token in (alice.token, second):
+            await wait_subscribers(broker.url, _channel(base_settings, session_channel(token)), 1)
+            assert (await a.api.ok("mutation { signOut }", token=token))["signOut"] is True
+        codes = await asyncio.wait_for(
+            asyncio.gather(by_header.close_code(), by_mutation.close_code()), SIGN_OUT_WAIT
+        )
+        assert list(codes) == [4403, 4403]
+
+
 async def test_a_query_persisted_on_a_runs_by_hash_on_b_and_c(
     gateways: tuple[Gateway, Gateway, Gateway],
 ) -> None:

@@ -175,3 +175,114 @@ async def test_no_connection_init_in_time_is_closed_4408(make_server: Any, proto
     impatient, _ = await make_server(ws_init_timeout_seconds=0.5)
     async with Socket.open(impatient, protocol) as socket:
         assert await asyncio.wait_for(socket.close_code(), WAIT) == 4408
+
+
+SIGN_IN = "mutation($l: String!, $p: String!) { signIn(login: $l, password: $p) { token } }"
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def _me(socket: Socket) -> str | None:
+    """The viewer's login, asked over ``socket`` (graphql-transport-ws runs queries)."""
+    result = await socket.result(ME)
+    assert result is not None, "the socket closed instead of answering"
+    me = result["data"]["me"]
+    return None if me is None else str(me["user"]["login"])
+
+
+async def _acts_as(api: Api, socket: Socket, account: Account) -> None:
+    """The socket acts as ``account``: asked directly where the protocol runs queries;
+    over legacy graphql-ws (subscriptions only), by a participants-only room subscription
+    that delivers."""
+    if socket.protocol == TRANSPORT_WS:
+        assert await _me(socket) == account.login
+        return
+    name = await create_room(api, account)
+    await socket.start(SUBSCRIBE, {"r": name})
+    for attempt in range(int(WAIT * 10)):
+        await post(api, account, name, f"as {attempt}")
+        with contextlib.suppress(TimeoutError):
+            message = await asyncio.wait_for(socket.receive(), 0.1)
+            assert message is not None and message["type"] == "data", message
+            assert message["payload"]["data"]["roomMessages"]["content"].startswith("as ")
+            return
+    raise AssertionError("the subscription never delivered")
+
+
+async def _sign_in_over(socket: Socket, account: Account) -> str:
+    """Sign in with a mutation over the socket; the new session's token."""
+    signed_in = await socket.result(SIGN_IN, {"l": account.login, "p": account.password})
+    assert signed_in is not None and "errors" not in signed_in, signed_in
+    return str(signed_in["data"]["signIn"]["token"])
+
+
+async def test_a_socket_authorised_by_its_upgrade_header_closes_on_sign_out(api: Api, protocol: str) -> None:
+    alice = await api.sign_up("wshdr")
+    async with Socket.open(api, protocol, headers=_bearer(alice.token)) as socket:
+        assert _acked(await socket.init())
+        await _acts_as(api, socket, alice)
+        assert (await api.ok(SIGN_OUT, token=alice.token))["signOut"] is True
+        assert await asyncio.wait_for(socket.close_code(), WAIT) == 4403
+
+
+async def test_a_bad_token_in_the_upgrade_header_is_closed_4403(api: Api, protocol: str) -> None:
+    async with Socket.open(api, protocol, headers=_bearer("not-a-token")) as socket:
+        answer = await socket.init()
+        assert not _acked(answer)
+        assert await socket.close_code() == 4403
+
+
+async def test_a_socket_signed_in_by_a_mutation_closes_on_sign_out(api: Api, protocol: str) -> None:
+    alice = await api.sign_up("wsmut")
+    async with Socket.open(api, protocol) as socket:
+        assert _acked(await socket.init())
+        if protocol == LEGACY_WS:
+            # Legacy graphql-ws runs subscriptions only: no mutation can sign the socket in.
+            await socket.start(SIGN_IN, {"l": alice.login, "p": alice.password})
+            refused = await socket.receive()
+            assert refused is not None and refused["type"] == "error", refused
+            return
+        assert await _me(socket) is None
+        token = await _sign_in_over(socket, alice)
+        assert await _me(socket) == alice.login
+        assert (await api.ok(SIGN_OUT, token=token))["signOut"] is True
+        assert await asyncio.wait_for(socket.close_code(), WAIT) == 4403
+
+
+async def test_sockets_authorised_by_header_or_mutation_expire_with_their_session(
+    make_server: Any, protocol: str
+) -> None:
+    short, _ = await make_server(session_ttl_days=3 / 86400)
+    alice = await short.sign_up("wshttl")
+    async with (
+        Socket.open(short, protocol, headers=_bearer(alice.token)) as by_header,
+        Socket.open(short, TRANSPORT_WS) as by_mutation,
+    ):
+        assert _acked(await by_header.init())
+        assert _acked(await by_mutation.init())
+        await _sign_in_over(by_mutation, alice)
+        assert await _me(by_mutation) == alice.login
+        codes = await asyncio.wait_for(asyncio.gather(by_header.close_code(), by_mutation.close_code()), WAIT)
+        assert list(codes) == [4403, 4403]
+
+
+async def test_sockets_authorised_by_header_or_mutation_count_against_the_user_cap(
+    make_server: Any, protocol: str
+) -> None:
+    capped, capped_app = await make_server(max_sockets_per_user=1)
+    counts = capped_app[SOCKETS]
+    alice = await capped.sign_up("wshcap")
+    async with Socket.open(capped, protocol, headers=_bearer(alice.token)) as first:
+        assert _acked(await first.init())
+        assert counts.of(alice.login) == 1
+        async with Socket.open(capped, protocol) as second:
+            assert not _acked(await second.init(alice.token))
+            assert await second.close_code() == 4429
+        async with Socket.open(capped, TRANSPORT_WS) as third:
+            assert _acked(await third.init())
+            await third.start(SIGN_IN, {"l": alice.login, "p": alice.password})
+            assert await asyncio.wait_for(third.close_code(), WAIT) == 4429
+        await _acts_as(capped, first, alice)
+    await _until(lambda: counts.total == 0 and counts.of(alice.login) == 0)

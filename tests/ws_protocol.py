@@ -27,10 +27,13 @@ class Socket:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def open(cls, api: Api, protocol: str) -> AsyncIterator[Socket]:
+    async def open(
+        cls, api: Api, protocol: str, headers: dict[str, str] | None = None
+    ) -> AsyncIterator[Socket]:
+        """A socket on ``api``'s endpoint; ``headers`` go with the upgrade request."""
         url = api.url.replace("http://", "ws://", 1)
         async with aiohttp.ClientSession() as http:
-            async with http.ws_connect(url, protocols=[protocol]) as ws:
+            async with http.ws_connect(url, protocols=[protocol], headers=headers) as ws:
                 yield cls(ws, protocol)
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -71,6 +74,8 @@ class Socket:
             return None
         assert message["id"] == operation_id and message["type"] in {"next", "data"}, message
         payload: dict[str, Any] = message["payload"]
+        done = await self.receive()
+        assert done is None or (done["id"] == operation_id and done["type"] == "complete"), done
         return payload
 
     async def close_code(self) -> int | None:

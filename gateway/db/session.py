@@ -114,7 +114,10 @@ def measuring(metrics: RequestMetrics) -> Iterator[RequestMetrics]:
     try:
         yield metrics
     finally:
-        current_metrics.reset(token)
+        # An operation's stream abandoned unclosed is finalised by the loop in a task of
+        # its own, whose context never held the value: nothing to restore there.
+        with contextlib.suppress(ValueError):
+            current_metrics.reset(token)
 
 
 @dataclass(frozen=True)

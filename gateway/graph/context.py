@@ -21,7 +21,7 @@ from gateway.errors import Unauthenticated
 from gateway.graph import validation
 from gateway.graph.dataloader import Loader
 from gateway.graph.pubsub import PubSub
-from gateway.graph.sessions import SessionLookup
+from gateway.graph.sessions import LiveSession, SessionLookup
 from gateway.http.client_address import address_key, client_address
 from gateway.ratelimit.limiter import RateLimiter
 from gateway.ratelimit.policy import Limit, RateLimits
@@ -127,6 +127,9 @@ class Context:
         self.websocket = websocket
         #: Response keys of the mutation fields sent with their idempotency key.
         self.keyed_fields: set[str] = set()
+        #: Told of every session this context starts (``signIn``/``signUp``): a WebSocket
+        #: ties such a session to the connection, so its end closes the socket.
+        self.session_listener: Callable[[str, LiveSession], None] | None = None
 
     # -- authentication -----------------------------------------------------
 
@@ -135,8 +138,19 @@ class Context:
         self._viewer_known = False
 
     def signed_in_as(self, login: str, token: str) -> None:
-        """The rest of this request acts as the user who just signed up or in."""
+        """The rest of this request acts as ``login``, whose session ``token`` is known to live."""
         self._token, self._viewer, self._viewer_known = token, login, True
+
+    def session_started(self, token: str, session: LiveSession) -> None:
+        """The user who just signed up or in: the rest of this request acts as them, and
+        a WebSocket connection acts as them for as long as the session lives."""
+        self.signed_in_as(session.login, token)
+        if self.session_listener is not None:
+            self.session_listener(token, session)
+
+    def anonymous(self) -> None:
+        """The rest of this request acts as nobody, whatever token it was sent with."""
+        self._token, self._viewer, self._viewer_known = None, None, True
 
     @property
     def login(self) -> str | None:

@@ -2,15 +2,20 @@
 
 Strawberry's protocol handlers, with what the contract adds on top:
 
-- ``connection_init`` with a token that is malformed, unknown, revoked or
-  expired is closed with 4403; without a token the connection is anonymous;
+- a socket becomes authenticated in one of three ways, and each ties it to a
+  session alike (:meth:`SessionSocket.bind`): the ``connection_init`` payload's
+  token, else the upgrade request's ``Authorization`` header, or later a
+  ``signIn``/``signUp`` sent over the socket;
+- a token at ``connection_init`` (payload or header) that is malformed, unknown,
+  revoked or expired is closed with 4403; without one the connection is anonymous;
 - every operation re-reads the session (one CQL statement, as an HTTP request
   costs) and the socket is closed with 4403 once it is gone;
 - ``signOut`` anywhere announces the revocation on the session's channel
   (:mod:`gateway.graph.sessions`) and the session's expiry is scheduled: either
   ends the running operations and closes the socket with 4403;
 - at most ``GATEWAY_MAX_SOCKETS`` sockets per process and
-  ``GATEWAY_MAX_SOCKETS_PER_USER`` per signed-in user: over either, 4429;
+  ``GATEWAY_MAX_SOCKETS_PER_USER`` per signed-in user, however it signed in: over
+  either, 4429;
 - the legacy ``graphql-ws`` protocol gets the ``connection_init`` timeout
   (4408) that ``graphql-transport-ws`` has.
 """
@@ -33,7 +38,7 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 from gateway.db.session import CassandraUnavailable
 from gateway.graph.context import Context, Services, bearer_token
 from gateway.graph.pubsub import BrokerUnavailable
-from gateway.graph.sessions import session_channel
+from gateway.graph.sessions import LiveSession, session_channel
 from gateway.http.sockets import TOO_MANY_CODE, TOO_MANY_REASON, SocketCounts
 from gateway.tasks import cancel_and_wait
 
@@ -91,6 +96,7 @@ class SessionSocket:
         self._watcher: asyncio.Task[None] | None = None
         self._handler: asyncio.Task[None] | None = None
         self._pending_close: tuple[int, str] | None = None
+        self._closing: asyncio.Task[None] | None = None
         self.closed = False
 
     async def close(self, code: int, reason: str) -> None:
@@ -125,17 +131,22 @@ class SessionSocket:
                 raise
         finally:
             self.counts.close()
-            if self.login is not None:
-                self.counts.sign_out(self.login)
-            await cancel_and_wait(self._watcher, what="a WebSocket's session watch")
+            watcher = self._watcher
+            self._release()
+            await cancel_and_wait(watcher, what="a WebSocket's session watch")
         if self._pending_close is not None:
             code, reason = self._pending_close
             with contextlib.suppress(Exception):
                 await self.websocket.close(code=code, reason=reason)
 
     async def admit(self, payload: object, context: Context) -> tuple[int, str] | None:
-        """Check ``connection_init``'s token: None to go on, else the close code and reason."""
+        """Check ``connection_init``'s token (the payload's, else the upgrade request's
+        ``Authorization`` header): None to go on, else the close code and reason."""
+        context.session_listener = self._started
         token = token_of(payload)
+        if token is None:
+            headers = getattr(context.request, "headers", None)
+            token = bearer_token(headers.get("Authorization") if headers is not None else None)
         if token is None:
             return None
         if token == "":
@@ -146,23 +157,48 @@ class SessionSocket:
             return UNAVAILABLE_CODE, UNAVAILABLE_REASON
         if session is None:
             return FORBIDDEN_CODE, INVALID_TOKEN
+        refusal = self.bind(token, session)
+        if refusal is None:
+            context.signed_in_as(session.login, token)
+        return refusal
+
+    def bind(self, token: str, session: LiveSession) -> tuple[int, str] | None:
+        """Make ``session`` the connection's: counted against its user's socket cap, and
+        watched, so its revocation or expiry closes the socket. A session bound before
+        (a ``signIn`` over a signed-in socket) is let go. None, or the refusal when the
+        user holds all the sockets they may."""
+        self._release()
         if not self.counts.sign_in(session.login):
             return TOO_MANY_CODE, TOO_MANY_REASON
         self.token, self.login = token, session.login
-        context.signed_in_as(session.login, token)
         self._watcher = asyncio.create_task(self._watch(token, session.expires_at))
         return None
+
+    def _release(self) -> None:
+        if self.login is not None:
+            self.counts.sign_out(self.login)
+        if self._watcher is not None:
+            self._watcher.cancel()
+        self.token = self.login = self._watcher = None
+
+    def _started(self, token: str, session: LiveSession) -> None:
+        """A ``signIn`` or ``signUp`` over this socket: the socket acts as that session."""
+        refusal = self.bind(token, session)
+        if refusal is not None:
+            self._closing = asyncio.create_task(self.close(*refusal))
 
     async def lives(self, context: Context) -> bool:
         """Before each operation: whether the session still lives (closing the socket if not).
 
-        When Cassandra cannot say, the operation runs and the context asks again
-        when a resolver needs the viewer, so the client gets ``UNAVAILABLE``
-        exactly as over HTTP.
+        An anonymous socket's operations act as nobody, whatever an earlier operation
+        left in the context. When Cassandra cannot say, the operation runs and the
+        context asks again when a resolver needs the viewer, so the client gets
+        ``UNAVAILABLE`` exactly as over HTTP.
         """
         if self.closed:
             return False
         if self.token is None:
+            context.anonymous()
             return True
         try:
             session = await self.services.session_of(self.token)

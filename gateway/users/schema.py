@@ -197,7 +197,7 @@ class ProfileInput:
 
 
 def _signed_in(context: Context, record: UserRecord, session: SessionRecord) -> AuthPayload:
-    context.signed_in_as(record.login, session.token)
+    context.session_started(session.token, session)
     return AuthPayload(token=session.token, user=User.of(record), expires_at=session.expires_at)
 
 
