@@ -279,6 +279,7 @@ def create_app(
         query_limits=limits,
         max_batch=settings.max_batch,
         max_tokens=settings.max_tokens,
+        max_response_bytes=settings.max_response_bytes,
         allowed_origins=settings.cors_origins,
         persisted_queries=persisted_queries(
             settings.trusted_documents, settings.introspection_allowed, documents_of(shared, settings)

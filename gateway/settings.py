@@ -140,6 +140,9 @@ class Settings:
     # execution-time budget of 5000 list items with ten fields each.
     max_cost: int = 50000
     max_batch: int = 10
+    # Largest GraphQL response body (bytes, before compression); a larger one is replaced by a
+    # QUERY_TOO_COMPLEX error. The cost limit keeps responses well below it; this is the backstop.
+    max_response_bytes: int = 16 * 1024 * 1024
     # WebSockets: open sockets per process and per signed-in user (refused with close code
     # 4429), seconds between keep-alives (legacy graphql-ws "ka" messages, and pings), and
     # seconds a socket may wait before its connection_init (then closed with 4408).
@@ -280,6 +283,7 @@ class Settings:
             max_fragments=_env_int("GATEWAY_MAX_FRAGMENTS", cls.max_fragments),
             max_cost=_env_int("GATEWAY_MAX_COST", cls.max_cost),
             max_batch=_env_int("GATEWAY_MAX_BATCH", cls.max_batch),
+            max_response_bytes=_env_int("GATEWAY_MAX_RESPONSE_BYTES", cls.max_response_bytes),
             max_sockets=_env_int("GATEWAY_MAX_SOCKETS", cls.max_sockets),
             max_sockets_per_user=_env_int("GATEWAY_MAX_SOCKETS_PER_USER", cls.max_sockets_per_user),
             ws_keep_alive_seconds=_env_float("GATEWAY_WS_KEEP_ALIVE_SECONDS", cls.ws_keep_alive_seconds),
@@ -373,6 +377,7 @@ class Settings:
             "GATEWAY_MAX_FRAGMENTS": self.max_fragments,
             "GATEWAY_MAX_COST": self.max_cost,
             "GATEWAY_MAX_BATCH": self.max_batch,
+            "GATEWAY_MAX_RESPONSE_BYTES": self.max_response_bytes,
             "GATEWAY_MAX_SOCKETS": self.max_sockets,
             "GATEWAY_MAX_SOCKETS_PER_USER": self.max_sockets_per_user,
             "GATEWAY_WS_KEEP_ALIVE_SECONDS": self.ws_keep_alive_seconds,

@@ -11,11 +11,12 @@ from tests.client import Api
 from tests.test_limits import NESTED
 
 FOLDERS = "{ me { folders { label } } }"
-# 1 + nodes (1 + 100 * (3 + comments (1 + nodes (1 + 45 * 4)))) = 18502 each,
-# and 100 + 100 * 45 list items at execution, under the 5000-item budget alone.
-HEAVY = """{ posts(first: 100) { nodes { slug title body
+# 1 + nodes (1 + 20 * (slug 1 + title 1 + body 401 + comments (1 + nodes (1 + 45 * 20)))) = 26102
+# each (a body holds up to 100 000 characters, a comment's text 4000: they cost 1 + 400 and
+# 1 + 16), and 20 + 20 * 45 list items at execution, under the 5000-item budget alone.
+HEAVY = """{ posts(first: 20) { nodes { slug title body
   comments(first: 45) { nodes { id text commenterName postedAt } } } } }"""
-HEAVY_COST = 18502
+HEAVY_COST = 26102
 
 
 async def post(api: Api, body: Any, token: str | None = None) -> tuple[int, Any]:

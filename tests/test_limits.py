@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from gql import gql
 from gql.transport.exceptions import TransportQueryError
@@ -86,19 +87,20 @@ async def test_nested_lists_are_refused_with_no_statement(api: Api) -> None:
 
 
 async def test_cost_follows_the_formula(make_server: ServerFactory) -> None:
-    # posts: 1 + nodes (1 + n * (title 1 + tags 1 + comments (1 + edges (1 + 2 * node (1 + text 1))
+    # posts: 1 + nodes (1 + n * (title 1 + tags 1 + comments (1 + edges (1 + 2 * node (1 + text 17))
     #                                                          + pageInfo (1 + 1))))
-    # = 1 + 1 + n * 10, so 32 with the default n = 3 and 22 with n = 2.
+    # = 1 + 1 + n * 42, so 128 with the default n = 3 and 86 with n = 2. A comment's text holds
+    # up to 4000 characters: 1 + 4000 // 250.
     query = """query($n: Int = 3) { posts(first: $n) { nodes { title tags
       comments(first: 2) { edges { node { text } } pageInfo { hasNextPage } } } } }"""
-    tight, _ = await make_server(max_cost=31)
+    tight, _ = await make_server(max_cost=127)
     refused = await call(tight, query)
     assert refused.codes == ["QUERY_TOO_COMPLEX"]
-    assert refused.errors[0]["extensions"] == {"code": "QUERY_TOO_COMPLEX", "cost": 32, "limit": 31}
+    assert refused.errors[0]["extensions"] == {"code": "QUERY_TOO_COMPLEX", "cost": 128, "limit": 127}
     assert refused.statements == 0
     fits = await call(tight, query, {"n": 2})
     assert not fits.errors, fits.errors
-    assert fits.extensions["cost"] == {"total": 22, "limit": 31}
+    assert fits.extensions["cost"] == {"total": 86, "limit": 127}
     # Without `first` a connection counts its schema default: posts(first: Int = 10).
     defaulted = await call(tight, "{ posts { nodes { slug } } }")
     assert defaulted.extensions["cost"]["total"] == 1 + 1 + 10
@@ -176,3 +178,57 @@ async def test_limits_hold_over_the_websocket(api: Api) -> None:
     assert error["extensions"]["code"] == "QUERY_TOO_COMPLEX"
     assert error["extensions"]["limit"] == Settings().max_cost
     assert error["extensions"]["cost"] > Settings().max_cost
+
+
+INTROSPECTED_FIELDS = "__schema { types { name fields { name args { name } type { name } } } }"
+
+
+async def test_aliased_introspection_is_costed_like_any_selection(api: Api) -> None:
+    """Ten documents of ten aliased introspections each, in one anonymous batch of under
+    16 KB: every one refused before it runs, in a few kilobytes."""
+    document = "query { " + " ".join(f"a{n}: {INTROSPECTED_FIELDS}" for n in range(10)) + " }"
+    body = json.dumps([{"query": document}] * 10).encode()
+    assert len(body) < 16 * 1024
+    async with aiohttp.ClientSession() as http:
+        async with http.post(api.url, data=body, headers={"Content-Type": "application/json"}) as answer:
+            assert answer.status == 200
+            raw = await answer.read()
+    assert len(raw) < 10 * 1024
+    results = json.loads(raw)
+    assert len(results) == 10
+    for result in results:
+        assert [e["extensions"]["code"] for e in result["errors"]] == ["QUERY_TOO_COMPLEX"]
+        assert result["errors"][0]["extensions"]["cost"] > Settings().max_cost
+    one = await call(api, "query { " + INTROSPECTED_FIELDS + " }")
+    assert not one.errors
+    assert 100 * one.extensions["cost"]["total"] > Settings().max_cost
+
+
+async def test_the_cost_of_introspection_counts_what_it_resolves(api: Api) -> None:
+    response = await call(api, "{ __schema { types { name } } }")
+    types = response.result["__schema"]["types"]
+    assert response.extensions["cost"]["total"] == 2 + len(types)
+    response = await call(api, '{ __type(name: "Query") { fields { name } } }')
+    fields = response.result["__type"]["fields"]
+    assert response.extensions["cost"]["total"] == 2 + len(fields)
+
+
+async def test_responses_over_the_size_limit_are_refused(make_server: ServerFactory) -> None:
+    small, _ = await make_server(max_response_bytes=4096)
+    large = "{ __schema { types { name description } } }"
+    refused = await call(small, large)
+    assert refused.codes == ["QUERY_TOO_COMPLEX"]
+    assert refused.data is None
+    assert refused.errors[0]["extensions"]["limit"] == 4096
+    assert "bytes" in refused.errors[0]["message"]
+    assert (await small.ok("{ __typename }")) == {"__typename": "Query"}
+    async with aiohttp.ClientSession() as http:
+        batch = [{"query": "{ __typename }"}, {"query": large}]
+        async with http.post(small.url, json=batch) as answer:
+            results = await answer.json()
+    assert [r["errors"][0]["extensions"]["code"] for r in results] == ["QUERY_TOO_COMPLEX"] * 2
+    async with small.websocket() as session:
+        with pytest.raises(TransportQueryError) as over_ws:
+            await session.execute(gql(large))
+    assert over_ws.value.errors is not None
+    assert over_ws.value.errors[0]["extensions"]["code"] == "QUERY_TOO_COMPLEX"

@@ -16,7 +16,7 @@ from gateway.blog.loaders import comment_count_loader, post_count_loader, post_l
 from gateway.blog.store import ALL_POSTS, PostDraft, PostRecord, PostStore, PostSummary
 from gateway.errors import Conflict, NotFound
 from gateway.graph.context import context_of
-from gateway.graph.cost import max_items
+from gateway.graph.cost import max_items, text_bound
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, page_size, position_cursor
 from gateway.graph.plain_fields import NOT_READ, plain_reader, source_field
@@ -47,7 +47,7 @@ class Comment:
     _record: strawberry.Private[CommentRecord]
     id: strawberry.ID = source_field("_record.id", str, description="A time-based UUID.")
     commenter_name: str = source_field("_record.name")
-    text: str = source_field("_record.text")
+    text: str = source_field("_record.text", metadata=text_bound(rules.COMMENT_MAX))
     posted_at: datetime = source_field("_record.posted_at")
 
     @classmethod
@@ -135,7 +135,10 @@ class Post(Node):
     # awaitable (which graphql-core awaits), so a prefetched list needs no
     # awaitable per item.
 
-    @strawberry.field(graphql_type=str, metadata=plain_reader(lambda p: _known(p._body)))
+    @strawberry.field(
+        graphql_type=str,
+        metadata={**plain_reader(lambda p: _known(p._body)), **text_bound(rules.BODY_MAX)},
+    )
     def body(self, info: Info) -> str | Awaitable[str]:
         known = _known(self._body)
         return self._load_body(info) if known is NOT_READ else known

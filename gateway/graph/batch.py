@@ -94,7 +94,9 @@ class BatchBudget(_View):
         """Subscriptions to refuse, by index, and the batch's total cost.
 
         An operation that does not parse or breaks another limit costs nothing
-        here: running it alone reports that, before anything executes.
+        here: running it alone reports that, before anything executes. Each is
+        costed within what the operations before it left of the budget, so a batch
+        whose first operations spend it all is refused without measuring the rest.
         """
         assert isinstance(self.schema, strawberry.Schema)
         schema = self.schema._schema
@@ -115,7 +117,11 @@ class BatchBudget(_View):
                 )
                 continue
             variables = data.variables if isinstance(data.variables, dict) else None
-            analysis, _ = check(schema, document, self.query_limits, variables, data.operation_name)
+            remaining = self.query_limits.max_cost - total
+            name = data.operation_name
+            analysis, _ = check(schema, document, self.query_limits, variables, name, remaining)
             if analysis is not None:
                 total += analysis.cost
+                if total > self.query_limits.max_cost:
+                    break
         return refusals, total

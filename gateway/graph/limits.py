@@ -76,13 +76,17 @@ def check(
     limits: QueryLimits,
     variables: Mapping[str, Any] | None = None,
     operation_name: str | None = None,
+    budget: int | None = None,
 ) -> tuple[Analysis | None, list[GraphQLError]]:
-    """The document's measures and the limits it breaks (none: it may be validated)."""
+    """The document's measures and the limits it breaks (none: it may be validated).
+    ``budget`` is the cost the request may still spend (a batch's remainder); by
+    default the whole limit."""
     fragments = sum(1 for d in document.definitions if d.kind == "fragment_definition")
     if fragments > limits.max_fragments:
         message = f"{fragments} fragments exceed the limit of {limits.max_fragments}."
         return None, [too_complex(message)]
-    analysis = analyse(schema, document, variables, operation_name)
+    spend = limits.max_cost if budget is None else budget
+    analysis = analyse(schema, document, variables, operation_name, budget=spend)
     return analysis, violations(analysis, limits)
 
 
@@ -116,6 +120,7 @@ class _Checked:
         document: DocumentNode,
         variables: Mapping[str, Any] | None,
         operation_name: str | None,
+        budget: int,
     ) -> Analysis:
         some = next(iter(self.analyses.values()), None)
         key: tuple[Any, ...] | None = None
@@ -125,10 +130,10 @@ class _Checked:
             try:
                 found = self.analyses.get(key)
             except TypeError:  # an unhashable value (a list where an Int goes): not remembered
-                return analyse(schema, document, variables, operation_name)
+                return analyse(schema, document, variables, operation_name, budget)
             if found is not None:
                 return found
-        result = analyse(schema, document, variables, operation_name)
+        result = analyse(schema, document, variables, operation_name, budget)
         if key is None:
             values = variables or {}
             key = tuple(values.get(name, _ABSENT) for name in sorted(result.variables))
@@ -196,7 +201,9 @@ def limited_validation(limits: QueryLimits, cache_size: int = 1000) -> type[Sche
             operation_name = _operation_name(context)
             rules = tuple(context.validation_rules)
             entry = checked.get(query, operation_name, rules)
-            self.analysis = entry.analysis(schema, document, context.variables, operation_name)
+            self.analysis = entry.analysis(
+                schema, document, context.variables, operation_name, limits.max_cost
+            )
             errors = violations(self.analysis, limits)
             if errors:
                 context.pre_execution_errors = errors

@@ -35,6 +35,7 @@ reference executor, byte for byte, over a corpus of queries.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
@@ -91,8 +92,10 @@ def plain_reader(read: Callable[[Any], Any]) -> dict[str, Any]:
 def computed_field(compute: Callable[[Any], Any], **options: Any) -> Any:
     """A ``strawberry.field`` whose value ``compute(source)`` makes from what the source
     holds, only when selected: the executor calls it as the resolver, the plain-fields
-    path as the reader (so it must need no ``info`` and have no side effects)."""
-    return strawberry.field(resolver=compute, metadata=plain_reader(compute), **options)
+    path as the reader (so it must need no ``info`` and have no side effects). ``metadata``
+    given in ``options`` is kept beside the reader's."""
+    metadata = {**options.pop("metadata", {}), **plain_reader(compute)}
+    return strawberry.field(resolver=compute, metadata=metadata, **options)
 
 
 def source_field(path: str, convert: Callable[[Any], Any] | None = None, **options: Any) -> Any:
@@ -430,6 +433,10 @@ def _unwrapped(output: GraphQLOutputType) -> tuple[GraphQLOutputType, bool]:
     return output, False
 
 
+def _is_introspection(details: FieldDetailsList) -> bool:
+    return details[0].node.name.value in ("__schema", "__type")
+
+
 def _finished(*_: Any) -> Any:
     raise RuntimeError("this operation's execution has finished")
 
@@ -452,6 +459,51 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
         self._shared = _shared_plans(self.schema, self.operation, self.fragment_definitions)
         manager = self.middleware_manager
         self._plain_allowed = manager is None or manager._middleware_resolvers is None
+
+    def execute_root_grouped_field_set(
+        self,
+        root_type: GraphQLObjectType,
+        root_value: Any,
+        grouped_field_set: GroupedFieldSet,
+        serially: bool,
+        position_context: Any,
+    ) -> Any:
+        """A query's ``__schema`` and ``__type`` fields are resolved on a worker thread.
+
+        Introspection is answered from the schema in memory by synchronous resolvers:
+        graphql-core would hold the event loop for all of it (30 ms for GraphiQL's
+        query; the cost limit admits about ten of them in one request). On a thread
+        the loop keeps serving other requests meanwhile. The other root fields run
+        on the loop once the thread is done, so the executor is never used by two
+        threads at once; the response keeps the selection's order."""
+        introspection = (
+            None
+            if serially or position_context is not None
+            else [key for key, details in grouped_field_set.items() if _is_introspection(details)]
+        )
+        if not introspection:
+            return super().execute_root_grouped_field_set(
+                root_type, root_value, grouped_field_set, serially, position_context
+            )
+        return self._introspection_off_loop(root_type, root_value, grouped_field_set, introspection)
+
+    async def _introspection_off_loop(
+        self,
+        root_type: GraphQLObjectType,
+        root_value: Any,
+        grouped_field_set: GroupedFieldSet,
+        introspection: list[str],
+    ) -> dict[str, Any]:
+        execute = super().execute_root_grouped_field_set
+        asked = {key: grouped_field_set[key] for key in introspection}
+        answered: Any = await asyncio.to_thread(execute, root_type, root_value, asked, False, None)
+        if self.is_awaitable(answered):  # a resolver hook made it asynchronous: finish it here
+            answered = await answered
+        rest = {key: details for key, details in grouped_field_set.items() if key not in asked}
+        if rest:
+            other = execute(root_type, root_value, rest, False, None)
+            answered.update(await other if self.is_awaitable(other) else other)
+        return {key: answered[key] for key in grouped_field_set if key in answered}
 
     def build_response(self, data: dict[str, Any] | None) -> Any:
         result = super().build_response(data)

@@ -13,7 +13,7 @@ over its limit, an unsupported content type) as a coded GraphQL error with its
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from aiohttp import hdrs, web
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
@@ -49,10 +49,30 @@ def subscription_over_http() -> ExecutionResult:
     return ExecutionResult(data=None, errors=[error])
 
 
+#: Responses of any size unless the view is given a limit.
+UNLIMITED = 2**63
+
+
+def too_large(size: int, limit: int) -> dict[str, Any]:
+    """The error a response over ``limit`` bytes is replaced with."""
+    message = (
+        f"The response would be {size} bytes, more than the limit of {limit}: "
+        "ask for fewer items or fewer fields per request."
+    )
+    return {"errors": [{"message": message, "extensions": {"code": "QUERY_TOO_COMPLEX", "limit": limit}}]}
+
+
 class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
-    def __init__(self, *, persisted_queries: PersistedQueries | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        persisted_queries: PersistedQueries | None = None,
+        max_response_bytes: int = UNLIMITED,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.persisted_queries = persisted_queries or PersistedQueries()
+        self.max_response_bytes = max_response_bytes
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -72,8 +92,12 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         return parse_request_json(data)
 
     def encode_json(self, data: object) -> str:
-        """Text (WebSocket frames are sent as text); HTTP responses take the bytes directly."""
-        return dumps(data).decode()
+        """Text (WebSocket frames are sent as text); HTTP responses take the bytes directly.
+        A result over the response limit goes out as the error that says so."""
+        text = dumps(data)
+        if len(text) > self.max_response_bytes and isinstance(data, dict) and "payload" in data:
+            text = dumps({**data, "payload": too_large(len(text), self.max_response_bytes)})
+        return text.decode()
 
     async def get_sub_response(self, request: web.Request) -> web.Response:
         response = await super().get_sub_response(request)
@@ -130,7 +154,15 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         sub_response: web.Response,
     ) -> web.Response:
         response = sub_response
-        response.body = dumps(response_data)
+        body = dumps(response_data)
+        if len(body) > self.max_response_bytes:
+            refusal = too_large(len(body), self.max_response_bytes)
+            if isinstance(response_data, dict):
+                response_data = cast(GraphQLHTTPResponse, refusal)
+                body = dumps(response_data)
+            else:
+                body = dumps([refusal] * len(response_data))
+        response.body = body
         media_type = sub_response.get(MEDIA_TYPE, "application/json")
         response.content_type = media_type
         response.charset = "utf-8"

@@ -13,7 +13,7 @@ from strawberry.types import Info
 
 from gateway.db.idempotency import MutationKeys
 from gateway.graph.context import Context, context_of
-from gateway.graph.cost import max_items
+from gateway.graph.cost import max_items, text_bound
 from gateway.graph.node import Node, global_id
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.plain_fields import source_field
@@ -130,7 +130,7 @@ class EmailSummary:
 class Email:
     id: strawberry.ID
     subject: str
-    body: str
+    body: str = strawberry.field(metadata=text_bound(rules.BODY_MAX))
     sent_at: datetime
     read: bool = strawberry.field(description="Whether you have read it.")
     folder: str = strawberry.field(description="The label of your folder that holds it.")

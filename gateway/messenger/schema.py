@@ -12,6 +12,7 @@ from strawberry.types import Info
 
 from gateway.errors import NotFound
 from gateway.graph.context import Context, context_of
+from gateway.graph.cost import text_bound
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.pagination import Connection, Edge, PageInfo, decode_position, page_size, position_cursor
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
@@ -81,7 +82,7 @@ class DirectMessage:
         return _key_for(self, await context_of(info).viewer())
 
     id: strawberry.ID = source_field("_record.id", str)
-    content: str = source_field("_record.content")
+    content: str = source_field("_record.content", metadata=text_bound(rules.CONTENT_MAX))
     sent_at: datetime = source_field("_record.sent_at")
     conversation_id: strawberry.ID = source_field(
         "_record.conversation_id", description="The conversation it belongs to (`smaller:bigger` login)."
@@ -219,7 +220,7 @@ class TalkPartner(Node):
 
     id: strawberry.ID = computed_field(_talk_partner_id, description=ID_DESCRIPTION)
     partner: User | Awaitable[User] = prefetched_user_field(lambda p: p._record.partner)
-    last_message: str | None = computed_field(_last_message)
+    last_message: str | None = computed_field(_last_message, metadata=text_bound(rules.CONTENT_MAX))
     last_message_at: datetime | None = computed_field(_last_message_at)
     last_message_id: strawberry.ID | None = computed_field(_last_message_id)
     last_message_sender: User | Awaitable[User | None] | None = prefetched_user_field(

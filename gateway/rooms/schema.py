@@ -12,6 +12,7 @@ from strawberry.types import Info
 
 from gateway.errors import BadUserInput, Forbidden, NotFound
 from gateway.graph.context import Context, context_of
+from gateway.graph.cost import text_bound
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.pagination import (
     Connection,
@@ -183,7 +184,7 @@ class RoomMessage:
 
     _record: strawberry.Private[RoomMessageRecord]
     id: strawberry.ID = source_field("_record.id", str)
-    content: str = source_field("_record.content")
+    content: str = source_field("_record.content", metadata=text_bound(rules.CONTENT_MAX))
     system_message: bool = source_field("_record.system_message")
     posted_at: datetime = source_field("_record.posted_at")
     room: Room = strawberry.field(description="The room as it stood when the message was read or delivered.")

@@ -13,6 +13,7 @@ from strawberry.types import Info
 from gateway.errors import NotFound
 from gateway.graph import validation
 from gateway.graph.context import Context, context_of
+from gateway.graph.cost import text_bound
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
 from gateway.ratelimit.policy import Limit
@@ -42,7 +43,7 @@ class User(Node):
     login: str
     firstname: str
     lastname: str
-    bio: str
+    bio: str = strawberry.field(metadata=text_bound(rules.BIO_MAX))
     created_at: datetime
     _email: strawberry.Private[str]
 
