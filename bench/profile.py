@@ -62,7 +62,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("HTTP view, JSON, compression", ("strawberry/http", "strawberry/aiohttp", "cross_web", "gateway/http/")),
     (
         "aiohttp and middlewares",
-        ("aiohttp/", "gateway/metrics.py", "gateway/drain.py", "gateway/mail/uploads.py"),
+        ("aiohttp/", "gateway/server/metrics.py", "gateway/server/drain.py", "gateway/mail/uploads.py"),
     ),
     ("event loop", ("asyncio/", "web.py", "uvloop")),
 ]

@@ -2,7 +2,7 @@
 
 The load generator then runs in another process, as real clients would, instead
 of sharing one interpreter (and one GIL) with the server it measures. It is
-served as ``gateway serve`` serves (``gateway.serve.run``), on 127.0.0.1.
+served as ``gateway serve`` serves (``gateway.server.serve.run``), on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 from dataclasses import fields, replace
 from pathlib import Path
 
-from gateway.app import create_app
-from gateway.serve import run
+from gateway.server.app import create_app
+from gateway.server.serve import run
 from gateway.settings import Settings
 
 

@@ -72,9 +72,9 @@ def cmd_serve(settings: Settings, seed: bool, workers: int, worker: bool) -> int
 
     from aiohttp import web
 
-    from gateway.app import READY, SERVICES, create_app
     from gateway.seed import seed_demo
-    from gateway.serve import run
+    from gateway.server.app import READY, SERVICES, create_app
+    from gateway.server.serve import run
 
     if not worker:
         _ensure_cassandra(settings)
@@ -110,7 +110,7 @@ def _serve_workers(settings: Settings, seed: bool, workers: int) -> int:
     import os
     import shutil
 
-    from gateway.workers import Supervisor
+    from gateway.server.workers import Supervisor
 
     if settings.port == 0:
         raise _CommandFailed("--workers needs a fixed GATEWAY_PORT (the workers share it)")
@@ -148,7 +148,7 @@ def _multiprocess_metrics() -> dict[str, str]:
     import os
     import tempfile
 
-    from gateway.metrics import MULTIPROCESS_ENV, prepare_multiprocess_metrics
+    from gateway.server.metrics import MULTIPROCESS_ENV, prepare_multiprocess_metrics
 
     directory = os.environ.get(MULTIPROCESS_ENV) or tempfile.mkdtemp(prefix="gateway-metrics-")
     return prepare_multiprocess_metrics(directory)
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
-    from gateway.logs import configure_logging
+    from gateway.server.logs import configure_logging
 
     configure_logging(settings)
 
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
-        from gateway.workers import worker_count
+        from gateway.server.workers import worker_count
 
         try:
             workers = worker_count(args.workers)

@@ -24,10 +24,9 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
 from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser, post_node
+from gateway.broker.codec import EventCodec
 from gateway.contacts.events import DISCOVERY, FANOUT_NUDGE
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
-from gateway.graph.batch import BATCH_CEILING
-from gateway.graph.codec import EventCodec
 from gateway.graph.compose import join_fields
 from gateway.graph.context import context_of
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
@@ -37,6 +36,7 @@ from gateway.graph.node import Node, NodeType, global_id, resolve_node
 from gateway.graph.observability import Observed
 from gateway.graph.plain_fields import PlainFieldsExecutor
 from gateway.graph.scalars import SCALAR_OVERRIDES
+from gateway.http.batch import BATCH_CEILING
 from gateway.mail.schema import MailMe, MailMutation, folder_node
 from gateway.messenger.schema import (
     MessengerMe,

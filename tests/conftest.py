@@ -19,9 +19,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway.app import READY, SERVICES, create_app
 from gateway.db.migrations import drop_keyspace
 from gateway.ratelimit.policy import Limit
+from gateway.server.app import READY, SERVICES, create_app
 from gateway.settings import Settings
 from tests.client import Api
 from tests.webhook import CodeReceiver

@@ -116,7 +116,7 @@ async def test_publishing_needs_sign_in(api: Api) -> None:
 
 
 async def test_commenter_email_is_stored_but_never_returned(api: Api, app: Any) -> None:
-    from gateway.app import SERVICES
+    from gateway.server.app import SERVICES
 
     author = await api.sign_up("privacy")
     post = await publish(api, author.token)

@@ -10,8 +10,8 @@ from uuid import UUID
 
 from aiohttp import web
 
-from gateway.app import SERVICES
 from gateway.db.clock import new_timeuuid
+from gateway.server.app import SERVICES
 from tests.cli import run_cli
 from tests.client import Api
 from tests.test_blog_support import all_pages, publish, unique_slug

@@ -84,9 +84,9 @@ async def test_a_post_whose_filing_never_landed_heals_when_its_author_retries(
     """The state after a publish whose slug claim and count landed but whose
     filing batch did not (the client got UNAVAILABLE): readable by slug, absent
     from every list. The author's retry files it, without counting it twice."""
-    from gateway.app import SERVICES
     from gateway.db.clock import new_timeuuid as new_id
     from gateway.db.clock import time_of
+    from gateway.server.app import SERVICES
 
     author = await api.sign_up("heal")
     slug = unique_slug("half")
@@ -147,9 +147,9 @@ async def test_comment_count_is_exact_after_concurrent_comments(api: Api) -> Non
 
 
 async def test_demo_blog_seeds_once(app: Any, api: Api) -> None:
-    from gateway.app import SERVICES
     from gateway.blog.seed import DEMO_POSTS, seed_blog
     from gateway.seed import seed_demo
+    from gateway.server.app import SERVICES
 
     services = app[SERVICES]
     await seed_demo(services.db, services.settings)

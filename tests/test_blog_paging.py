@@ -86,8 +86,8 @@ async def test_pages_cross_time_buckets_without_gap_or_repeat(
     keyspace of its own (dropped afterwards) rather than mixing 1-second
     buckets into the shared "all posts" timeline.
     """
-    from gateway.app import SERVICES
     from gateway.db.migrations import drop_keyspace
+    from gateway.server.app import SERVICES
 
     keyspace = f"{base_settings.keyspace}_b"
     small, small_app = await make_server(

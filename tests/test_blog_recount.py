@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.app import SERVICES
+from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.cli import run_cli
 from tests.client import Api

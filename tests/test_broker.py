@@ -21,10 +21,10 @@ from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
 from devnode.redis import RedisServer
-from gateway.app import SERVICES
-from gateway.graph.redis_client import CLOSE_TIMEOUT, close_within
-from gateway.graph.redis_pubsub import RedisPubSub
+from gateway.broker.redis_client import CLOSE_TIMEOUT, close_within
+from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.messenger.events import user_messages_channel
+from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.client import Account, Api
 from tests.redis_helpers import WAIT, private_redis, wait_subscribers

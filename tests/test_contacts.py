@@ -9,8 +9,8 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.app import SERVICES
 from gateway.contacts.identity import Identity, identity_hash
+from gateway.server.app import SERVICES
 from tests.client import Api
 from tests.conftest import ServerFactory
 from tests.test_contacts_support import (

@@ -9,10 +9,10 @@ import uuid
 
 from aiohttp import web
 
-from gateway.app import SERVICES
 from gateway.contacts.service import ContactDirectory
 from gateway.contacts.store import BOOK_BATCH
 from gateway.db.session import IN_CHUNK
+from gateway.server.app import SERVICES
 from tests.client import Api
 from tests.conftest import ServerFactory
 from tests.test_contacts_support import UPLOAD, all_contacts, e164, fresh_phone, linked

@@ -13,13 +13,13 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.app import SERVICES
 from gateway.contacts.identity import Identity, identity_hash
 from gateway.contacts.jobs import FanoutJobs, JobKey, shard_of
 from gateway.contacts.store import BookEntry, ContactStore
 from gateway.db import clock
 from gateway.db.concurrency import InFlightLimit
 from gateway.db.session import Database
+from gateway.server.app import SERVICES
 from tests.client import Api
 from tests.test_contacts_support import (
     LINK,

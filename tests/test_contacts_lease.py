@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.app import SERVICES
+from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.conftest import ServerFactory
 from tests.tcp_proxy import TcpProxy

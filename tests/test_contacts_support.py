@@ -11,12 +11,12 @@ from typing import Any
 from aiohttp import web
 from gql import GraphQLRequest
 
-from gateway.app import SERVICES
+from gateway.broker.pubsub import InProcessPubSub
 from gateway.contacts import rules
 from gateway.contacts.identity import Identity, identity_hash
 from gateway.contacts.jobs import SHARDS, FanoutJobs
 from gateway.contacts.service import contacts_channel
-from gateway.graph.pubsub import InProcessPubSub
+from gateway.server.app import SERVICES
 from tests.client import Api, Response
 from tests.webhook import CodeReceiver
 

@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 import pytest
 from aiohttp import web
 
-from gateway.app import SERVICES
 from gateway.contacts.identity import Identity, identity_hash
+from gateway.server.app import SERVICES
 from tests.client import Api
 from tests.conftest import ServerFactory
 from tests.test_contacts_support import (

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from gateway.app import SERVICES
+from gateway.server.app import SERVICES
 from tests.client import Api
 from tests.cql_audit import RANGE_SCANS, TableKeys, Unauditable, audit, collect, parse, table
 

@@ -40,7 +40,7 @@ async def test_cli_status_reports_the_running_node(embedded: Settings) -> None:
 
 def test_the_running_gateway_does_not_import_devnode() -> None:
     probe = (
-        "import sys, gateway.app, gateway.schema, gateway.__main__; "
+        "import sys, gateway.server.app, gateway.schema, gateway.__main__; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'devnode'))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

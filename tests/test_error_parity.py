@@ -12,8 +12,8 @@ import pytest
 import strawberry
 from aiohttp.test_utils import TestServer
 
-from gateway.app import READY, create_app
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
+from gateway.server.app import READY, create_app
 from gateway.settings import Settings
 from tests.client import Api, Response
 from tests.tcp_proxy import TcpProxy

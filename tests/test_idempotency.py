@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gateway.app import SERVICES
 from gateway.messenger.model import conversation_id
+from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.client import Api, Response
 from tests.conftest import ServerFactory

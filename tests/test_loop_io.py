@@ -26,10 +26,10 @@ from cassandra.segment import CrcException, SegmentCodec, compute_crc24
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.app import SERVICES
 from gateway.db.loop_io import LoopConnection, LoopTimer
 from gateway.db.segments import SEGMENT_CODEC, WholeSegments, crc24
 from gateway.db.session import CassandraUnavailable, Database, RequestMetrics, measuring
+from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.tcp_proxy import TcpProxy
 from tests.test_heap import cyclic_garbage

@@ -10,9 +10,9 @@ from urllib.parse import quote, urlsplit
 import aiohttp
 from aiohttp import web
 
-from gateway.app import SERVICES
 from gateway.mail.attachments import CHUNK_SIZE, MAX_ATTACHMENT_BYTES
 from gateway.mail.store import MailStore
+from gateway.server.app import SERVICES
 from tests.client import Account, Api
 from tests.mail_helpers import EMAIL, FOLDER, folder_ids, send_files, unread_counts
 

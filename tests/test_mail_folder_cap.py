@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from gateway.app import SERVICES
 from gateway.mail.service import MAX_FOLDERS
 from gateway.mail.store import MailStore
+from gateway.server.app import SERVICES
 from tests.client import Api
 from tests.mail_helpers import CREATE_FOLDER
 

@@ -8,7 +8,7 @@ import uuid
 
 from aiohttp import web
 
-from gateway.app import SERVICES
+from gateway.server.app import SERVICES
 from tests.client import Account, Api
 from tests.conftest import ServerFactory
 from tests.mail_helpers import FOLDER, FOLDERS, send

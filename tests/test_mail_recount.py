@@ -6,8 +6,8 @@ import uuid
 
 from aiohttp import web
 
-from gateway.app import SERVICES
 from gateway.db.clock import now_micros
+from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.cli import run_cli
 from tests.client import Api

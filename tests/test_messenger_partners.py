@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gateway.app import SERVICES
 from gateway.db.clock import micros_of, new_timeuuid
 from gateway.messenger.activity import slot_of_row, slot_time
 from gateway.messenger.model import MessageRecord
 from gateway.messenger.store import MessengerStore
+from gateway.server.app import SERVICES
 from tests.cli import run_cli
 from tests.client import Account, Api
 from tests.test_messenger import SEND, send, store_of

@@ -13,9 +13,9 @@ from aiohttp import web
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
-from gateway.app import SERVICES
-from gateway.graph.pubsub import InProcessPubSub
+from gateway.broker.pubsub import InProcessPubSub
 from gateway.messenger.events import user_messages_channel
+from gateway.server.app import SERVICES
 from tests.client import Account, Api
 from tests.test_messenger import SEND, send
 

@@ -21,8 +21,8 @@ from gql import GraphQLRequest
 from prometheus_client.parser import text_string_to_metric_families
 
 from devnode.redis import RedisServer
-from gateway.logs import JsonFormatter, configure_logging, log_format
-from gateway.metrics import ANONYMOUS, OTHER, OperationNames
+from gateway.server.logs import JsonFormatter, configure_logging, log_format
+from gateway.server.metrics import ANONYMOUS, OTHER, OperationNames
 from gateway.settings import Settings, SettingsError
 from tests.client import Account, Api
 from tests.conftest import ServerFactory

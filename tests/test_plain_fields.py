@@ -34,13 +34,13 @@ from aiohttp.test_utils import TestServer
 from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
 from strawberry.extensions import ParserCache
 
-from gateway.app import READY, create_app
 from gateway.graph.dataloader import Loader
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.plain_fields import NOT_READ, PlainFieldsExecutor, _variable_free, plain_reader
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.messenger.schema import Conversation, DirectMessage
 from gateway.schema import build_schema
+from gateway.server.app import READY, create_app
 from gateway.settings import Settings
 from tests.client import Account, Api
 from tests.mail_helpers import MARK

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from devnode.cassandra import CassandraRing
-from gateway.app import SERVICES
 from gateway.db.migrations import drop_keyspace
+from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.cli import run_cli
 from tests.client import Account, Api, Response

@@ -164,7 +164,7 @@ async def test_the_creator_may_leave_and_still_delete_the_empty_room(api: Api) -
 
 
 async def test_only_the_creator_deletes_and_everything_goes(api: Api, app: web.Application) -> None:
-    from gateway.app import SERVICES
+    from gateway.server.app import SERVICES
 
     alice = await api.sign_up("alice")
     bob = await api.sign_up("bob")
@@ -217,9 +217,9 @@ async def test_user_rooms_skips_stale_entries_and_repairs_them_off_the_read(
 ) -> None:
     """The window of a deletion: the room is gone (or was created again) but a
     participant's rooms still name the old incarnation."""
-    from gateway.app import SERVICES
     from gateway.db.clock import new_timeuuid
     from gateway.rooms.members import MemberStore
+    from gateway.server.app import SERVICES
 
     alice = await api.sign_up("alice")
     kept = await create_room(api, alice)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from gateway.app import SERVICES
+from gateway.server.app import SERVICES
 from tests.client import Account, Api
 from tests.conftest import ServerFactory
 from tests.test_rooms import HISTORY, JOIN, create_room, history, post

@@ -8,8 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.app import SERVICES
 from gateway.db.clock import new_timeuuid
+from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.cli import run_cli
 from tests.client import Account, Api

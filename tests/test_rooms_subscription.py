@@ -10,9 +10,9 @@ from aiohttp import web
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
-from gateway.app import SERVICES
-from gateway.graph.pubsub import InProcessPubSub
+from gateway.broker.pubsub import InProcessPubSub
 from gateway.rooms.events import room_channel
+from gateway.server.app import SERVICES
 from tests.client import Account, Api
 from tests.conftest import ServerFactory
 from tests.test_rooms import DELETE, JOIN, LEAVE, create_room, post, room_name

@@ -73,7 +73,7 @@ async def test_gateway_started_while_cassandra_is_down_becomes_ready_later(
 
     from aiohttp.test_utils import TestServer
 
-    from gateway.app import READY, create_app
+    from gateway.server.app import READY, create_app
 
     proxy = TcpProxy("127.0.0.1", base_settings.cassandra_port)
     await proxy.start()

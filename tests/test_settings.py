@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from gateway.app import create_app
 from gateway.db.session import CassandraUnavailable, Database
+from gateway.server.app import create_app
 from gateway.settings import Settings, SettingsError
 from tests.cli import run_cli
 

@@ -14,10 +14,10 @@ import redis.asyncio as aioredis
 from aiohttp import web
 
 from devnode.redis import RedisServer
-from gateway.app import SERVICES
-from gateway.graph.redis_pubsub import RedisPubSub
-from gateway.graph.sessions import session_channel
+from gateway.broker.redis_pubsub import RedisPubSub
+from gateway.broker.sessions import session_channel
 from gateway.http.websocket import BROKER_POLL_SECONDS
+from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.client import Api, Response
 from tests.redis_helpers import WAIT, private_redis, wait_subscribers

@@ -74,7 +74,7 @@ async def test_garbage_tokens_are_unauthenticated_not_500(api: Api, header: str)
 async def test_expired_session_is_unauthenticated(api: Api, app: web.Application) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from gateway.app import SERVICES
+    from gateway.server.app import SERVICES
     from gateway.users.store import hash_token
 
     account = await api.sign_up("exp")

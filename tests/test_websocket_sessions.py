@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gateway.app import SERVICES, SOCKETS
 from gateway.rooms.events import room_channel
+from gateway.server.app import SERVICES, SOCKETS
 from tests.client import Account, Api
 from tests.test_rooms import create_room, post
 from tests.ws_protocol import LEGACY_WS, PROTOCOLS, TRANSPORT_WS, WAIT, Socket

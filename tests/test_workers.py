@@ -63,7 +63,7 @@ async def two_workers(
 
 
 async def _settled_heaps(gateway: Gateway, count: int) -> list[str]:
-    """The lines of ``gateway.serve.settle_heap_when_ready``, once ``count`` processes logged one."""
+    """The lines of ``gateway.server.serve.settle_heap_when_ready``, once ``count`` processes logged one."""
     for _ in range(WAIT * 20):
         lines = [line for line in gateway.output().splitlines() if "frozen out of garbage collection" in line]
         if len(lines) >= count:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.broker.codec import EventType
 from gateway.contacts.jobs import JobKey
 from gateway.contacts.service import Discovery, contacts_channel
-from gateway.graph.codec import EventType
 
 __all__ = ["DISCOVERY", "FANOUT_NUDGE", "contacts_channel"]
 

@@ -23,12 +23,12 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
+from gateway.broker.pubsub import PubSub
 from gateway.contacts.jobs import FANOUT_CHANNEL, SHARDS, FanoutJobs, Job, JobKey
 from gateway.contacts.service import Discovery, contacts_channel
 from gateway.contacts.store import ContactStore
 from gateway.db import clock
 from gateway.db.session import CassandraUnavailable
-from gateway.graph.pubsub import PubSub
 from gateway.settings import Settings
 from gateway.tasks import cancel_and_wait
 

@@ -16,12 +16,13 @@ from typing import Any, Protocol, TypeVar
 
 from strawberry.types import Info
 
+from gateway.broker.pubsub import PubSub
+from gateway.broker.sessions import LiveSession, SessionLookup
 from gateway.db.session import Database, RequestMetrics
 from gateway.errors import Unauthenticated
 from gateway.graph import validation
 from gateway.graph.dataloader import Loader
-from gateway.graph.pubsub import PubSub
-from gateway.graph.sessions import LiveSession, SessionLookup
+from gateway.graph.observability import OperationRecorder
 from gateway.http.client_address import address_key, client_address
 from gateway.ratelimit.limiter import RateLimiter
 from gateway.ratelimit.policy import Limit, RateLimits
@@ -77,6 +78,8 @@ class Services:
     session_of: SessionLookup
     #: Where rate-limit state lives; None: in this process.
     limiter: RateLimiter | None = None
+    #: Where operations are counted (the process's metrics); None: nowhere.
+    metrics: OperationRecorder | None = None
     rate_limits: RateLimits = field(init=False)
     _stores: dict[StoreClass[Any], Any] = field(default_factory=dict)
 

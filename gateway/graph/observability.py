@@ -2,7 +2,8 @@
 
 :class:`Observed` is the outermost schema extension, so when an operation ends
 its errors already carry their codes (``ErrorCodes`` runs inside it). It feeds
-the application's :class:`~gateway.metrics.GatewayMetrics` and writes one access
+the process's :class:`OperationRecorder` (``Services.metrics``, the Prometheus
+metrics of ``gateway/server/metrics.py``) and writes one access
 line per operation to the ``gateway.access`` logger, with the ``requestId`` a
 masked error of the operation carries.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from graphql import GraphQLError
 from strawberry.extensions import SchemaExtension
@@ -28,7 +29,6 @@ from strawberry.types.graphql import OperationType
 from gateway.db.session import RequestMetrics, current_metrics, measuring
 from gateway.errors import GatewayError
 from gateway.graph.errors import extensions_of
-from gateway.metrics import METRICS, GatewayMetrics
 
 access_log = logging.getLogger("gateway.access")
 
@@ -46,10 +46,24 @@ def outcome_of(errors: list[GraphQLError] | None, failure: BaseException | None 
     return str((errors[0].extensions or {}).get("code") or "INTERNAL_SERVER_ERROR")
 
 
-def _metrics_of(context: Any) -> GatewayMetrics | None:
-    request = getattr(context, "request", None)
-    app = getattr(request, "app", None)
-    return app.get(METRICS) if app is not None else None
+class OperationRecorder(Protocol):
+    """Where operations are counted (the process's metrics)."""
+
+    def operation_answered(
+        self, name: str | None, outcome: str, seconds: float, statements: int, lwt_retries: int
+    ) -> None:
+        """A query or mutation answered."""
+
+    def subscription_started(self) -> None: ...
+
+    def subscription_ended(self, name: str | None, outcome: str) -> None: ...
+
+    def count_rate_limited(self, rule: str) -> None: ...
+
+
+def _metrics_of(context: Any) -> OperationRecorder | None:
+    services = getattr(context, "services", None)
+    return getattr(services, "metrics", None)
 
 
 class Observed(SchemaExtension):
@@ -74,8 +88,6 @@ class Observed(SchemaExtension):
             failure = None if isinstance(exc, GeneratorExit) else exc
             raise
         finally:
-            if self._subscription:
-                metrics.subscriptions.dec()
             try:
                 self._finish(metrics, context, time.perf_counter() - start, failure)
             except Exception:
@@ -88,13 +100,13 @@ class Observed(SchemaExtension):
             metrics = _metrics_of(context)
             if metrics is not None:
                 self._subscription = True
-                metrics.subscriptions.inc()
+                metrics.subscription_started()
         self._operation = RequestMetrics(outer=current_metrics.get())
         with measuring(self._operation):
             yield
 
     def _finish(
-        self, metrics: GatewayMetrics, context: Any, seconds: float, failure: BaseException | None
+        self, metrics: OperationRecorder, context: Any, seconds: float, failure: BaseException | None
     ) -> None:
         execution = self.execution_context
         result = execution.result
@@ -104,16 +116,11 @@ class Observed(SchemaExtension):
             name = execution.operation_name
         except Exception:  # an operation name that the document does not have
             name = None
-        label = metrics.operation_names.label(name)
-        metrics.requests.labels(label, outcome).inc()
         statements = self._operation.statements
-        if not self._subscription:
-            metrics.latency.labels(label).observe(seconds)
-            metrics.statements_per_request.observe(statements)
-            if statements:
-                metrics.statements.inc(statements)
-            if self._operation.lwt_retries:
-                metrics.lwt_retries.inc(self._operation.lwt_retries)
+        if self._subscription:
+            metrics.subscription_ended(name, outcome)
+        else:
+            metrics.operation_answered(name, outcome, seconds, statements, self._operation.lwt_retries)
         for error in errors or ():
             extensions = error.extensions or {}
             if extensions.get("code") == RATE_LIMITED:

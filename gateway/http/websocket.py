@@ -11,7 +11,7 @@ Strawberry's protocol handlers, with what the contract adds on top:
 - every operation re-reads the session (one CQL statement, as an HTTP request
   costs) and the socket is closed with 4403 once it is gone;
 - ``signOut`` anywhere announces the revocation on the session's channel
-  (:mod:`gateway.graph.sessions`) and the session's expiry is scheduled: either
+  (:mod:`gateway.broker.sessions`) and the session's expiry is scheduled: either
   ends the running operations and closes the socket with 4403;
 - at most ``GATEWAY_MAX_SOCKETS`` sockets per process and
   ``GATEWAY_MAX_SOCKETS_PER_USER`` per signed-in user, however it signed in: over
@@ -35,10 +35,10 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
 )
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 
+from gateway.broker.pubsub import BrokerUnavailable
+from gateway.broker.sessions import LiveSession, session_channel
 from gateway.db.session import CassandraUnavailable
 from gateway.graph.context import Context, Services, bearer_token
-from gateway.graph.pubsub import BrokerUnavailable
-from gateway.graph.sessions import LiveSession, session_channel
 from gateway.http.sockets import TOO_MANY_CODE, TOO_MANY_REASON, SocketCounts
 from gateway.tasks import cancel_and_wait
 

@@ -3,7 +3,7 @@
 Strawberry's aiohttp view reads every uploaded file whole into a ``BytesIO``
 before the operation runs, so one 25 MB attachment costs 25 MB of gateway
 memory. :class:`StreamingUploadAdapter` is the view's request adapter instead
-(``gateway/app.py`` builds the view with it). It reads the multipart body in
+(``gateway/server/app.py`` builds the view with it). It reads the multipart body in
 the spec's order and refuses anything else with ``BAD_REQUEST``:
 
 1. ``operations`` (at most ``GATEWAY_MAX_JSON_BYTES``) and ``map`` (64 KiB);

@@ -7,7 +7,7 @@ devices too) and nobody else's does. Rooms and contacts follow the same shape
 (``room:<name>:messages``, ``user:<login>:contacts``).
 
 Events travel as JSON-ready dicts (``MessageRecord.to_event``), so a
-broker-backed :class:`~gateway.graph.pubsub.PubSub` can carry them unchanged.
+broker-backed :class:`~gateway.broker.pubsub.PubSub` can carry them unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from gateway.graph.pubsub import PubSub
+from gateway.broker.pubsub import PubSub
 from gateway.messenger.model import MessageRecord
 
 

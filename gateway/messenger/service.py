@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gateway.broker.pubsub import PubSub
 from gateway.db.clock import new_timeuuid, time_of
-from gateway.graph.pubsub import PubSub
 from gateway.messenger.events import publish_message
 from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
 from gateway.messenger.store import MessengerStore

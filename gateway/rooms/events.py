@@ -8,7 +8,7 @@ from enum import Enum
 from typing import Any
 from uuid import UUID
 
-from gateway.graph.codec import EventType
+from gateway.broker.codec import EventType
 from gateway.rooms.history import RoomMessageRecord
 from gateway.rooms.store import RoomRecord
 

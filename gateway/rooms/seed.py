@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from gateway.broker.pubsub import InProcessPubSub
 from gateway.db.session import Database
 from gateway.errors import Conflict
-from gateway.graph.pubsub import InProcessPubSub
 from gateway.rooms.history import RoomHistory
 from gateway.rooms.members import MemberStore
 from gateway.rooms.service import RoomService

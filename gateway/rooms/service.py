@@ -12,13 +12,13 @@ import asyncio
 import random
 from uuid import UUID
 
+from gateway.broker.pubsub import PubSub
 from gateway.db import clock
 from gateway.db.clock import new_timeuuid
 from gateway.db.idempotency import MutationKeys
 from gateway.db.lwt import compare_and_set
 from gateway.db.session import CassandraUnavailable, ContentionExhausted, Database
 from gateway.errors import Conflict, Forbidden, GatewayError, NotFound
-from gateway.graph.pubsub import PubSub
 from gateway.rooms.events import RoomEvent, RoomEventKind, room_channel
 from gateway.rooms.history import RoomHistory, RoomMessageRecord
 from gateway.rooms.members import MemberStore, UserRoom

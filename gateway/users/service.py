@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gateway.broker.pubsub import PubSub
+from gateway.broker.sessions import announce_revoked
 from gateway.db import clock
 from gateway.errors import Conflict, NotFound, Unauthenticated
-from gateway.graph.pubsub import PubSub
-from gateway.graph.sessions import announce_revoked
 from gateway.settings import Settings
 from gateway.users.passwords import hash_password, verify_password
 from gateway.users.store import SessionRecord, SessionStore, UserRecord, UserStore

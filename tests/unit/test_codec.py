@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from gateway.broker.codec import EventCodec, UnknownEvent
 from gateway.contacts.jobs import JobKey
 from gateway.contacts.service import Discovery
 from gateway.db.clock import new_timeuuid
-from gateway.graph.codec import EventCodec, UnknownEvent
 from gateway.messenger.model import MessageRecord
 from gateway.rooms.events import RoomEvent, RoomEventKind
 from gateway.rooms.history import RoomMessageRecord

@@ -14,18 +14,16 @@ from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
+from gateway.broker.pubsub import InProcessPubSub, PubSub
+from gateway.broker.redis_client import close_within, redis_client
+from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.contacts.fanout import FanoutWorker
 from gateway.contacts.service import ContactDirectory
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
-from gateway.drain import Drain
-from gateway.graph.batch import BatchBudget
 from gateway.graph.context import Context, Services
 from gateway.graph.limits import QueryLimits
-from gateway.graph.pubsub import InProcessPubSub, PubSub
-from gateway.graph.redis_client import close_within, redis_client
-from gateway.graph.redis_pubsub import RedisPubSub
-from gateway.graphiql import add_static_routes, render_graphiql
+from gateway.http.batch import BatchBudget
 from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
 from gateway.http.persisted import DocumentStore
@@ -37,11 +35,13 @@ from gateway.http.view import GraphQLOverHTTPView
 from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
-from gateway.metrics import UPGRADED
-from gateway.metrics import install as install_metrics
 from gateway.ratelimit.limiter import RateLimiter
 from gateway.ratelimit.redis_limiter import RedisRateLimiter
 from gateway.schema import build_schema, event_codec
+from gateway.server.drain import Drain
+from gateway.server.graphiql import add_static_routes, render_graphiql
+from gateway.server.metrics import UPGRADED
+from gateway.server.metrics import install as install_metrics
 from gateway.settings import Settings
 from gateway.tasks import cancel_and_wait
 from gateway.users.store import SessionStore
@@ -262,6 +262,7 @@ def create_app(
     app[ENDPOINT] = Endpoint(schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
     app[FANOUT] = FanoutWorker(services.store(ContactDirectory).store, services.pubsub, settings)
     metrics = install_metrics(app)
+    services.metrics = metrics
     metrics.set_broker_state(services.pubsub.state)
     if isinstance(services.pubsub, RedisPubSub):
         services.pubsub.state_listener = metrics.set_broker_state

@@ -138,6 +138,27 @@ class GatewayMetrics:
 
     # -- hooks for other parts ------------------------------------------------
 
+    def operation_answered(
+        self, name: str | None, outcome: str, seconds: float, statements: int, lwt_retries: int
+    ) -> None:
+        """A GraphQL query or mutation answered (``gateway.graph.observability``)."""
+        label = self.operation_names.label(name)
+        self.requests.labels(label, outcome).inc()
+        self.latency.labels(label).observe(seconds)
+        self.statements_per_request.observe(statements)
+        if statements:
+            self.statements.inc(statements)
+        if lwt_retries:
+            self.lwt_retries.inc(lwt_retries)
+
+    def subscription_started(self) -> None:
+        self.subscriptions.inc()
+
+    def subscription_ended(self, name: str | None, outcome: str) -> None:
+        """A subscription's end counts as one request with the outcome of its last result."""
+        self.subscriptions.dec()
+        self.requests.labels(self.operation_names.label(name), outcome).inc()
+
     def set_broker_state(self, state: str) -> None:
         """The broker's state as ``PubSub.state`` names it."""
         self.broker_up.set(0 if state == "unreachable" else 1)

@@ -1,7 +1,7 @@
 """Serve the application on a port until SIGTERM or SIGINT, then drain and return.
 
 ``reuse_port`` sets SO_REUSEPORT, so several worker processes
-(``gateway/workers.py``) listen on the same port and the kernel spreads new
+(``gateway/server/workers.py``) listen on the same port and the kernel spreads new
 connections over them.
 
 Once the app is ready, what is alive (modules, the schema, the driver's cluster
@@ -25,8 +25,8 @@ import uvloop
 from aiohttp import web
 from aiohttp.log import access_logger
 
-from gateway.app import DRAIN, READY
 from gateway.http.access_log import AccessLog
+from gateway.server.app import DRAIN, READY
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Subscriptions (direct messages, room messages, discovered contacts) listen on
 named channels. :class:`InProcessPubSub` fans out inside one gateway process;
-with several processes, :class:`gateway.graph.redis_pubsub.RedisPubSub`
+with several processes, :class:`gateway.broker.redis_pubsub.RedisPubSub`
 implements the same :class:`PubSub` protocol over a Redis broker, and nothing
 else changes.
 """

@@ -3,7 +3,7 @@
 Strawberry's bundled GraphiQL page loads React, GraphiQL, the explorer plugin and
 js-cookie from unpkg.com, so it stays blank in a browser without internet
 access.  This module serves the same page with every unpkg URL rewritten to
-local copies in ``gateway/static/graphiql/`` (see ``SOURCES.txt`` there).
+local copies in ``gateway/server/static/graphiql/`` (see ``SOURCES.txt`` there).
 
 The page is read from the installed Strawberry package, not copied, so a
 Strawberry upgrade keeps its page logic; only the asset files may need
@@ -13,7 +13,7 @@ referenced file is missing).
 Wiring (aiohttp)::
 
     from strawberry.aiohttp.views import GraphQLView
-    from gateway.graphiql import add_static_routes, render_graphiql
+    from gateway.server.graphiql import add_static_routes, render_graphiql
 
     class GatewayGraphQLView(GraphQLView):
         async def render_graphql_ide(self, request: web.Request) -> web.Response:
@@ -72,7 +72,7 @@ def _local_url(match: re.Match[str]) -> str:
     if not path.is_file():
         msg = (
             f"GraphiQL asset {match.group(0)!r} has no local copy at {path}; "
-            "refresh gateway/static/graphiql/ (see SOURCES.txt there)."
+            "refresh gateway/server/static/graphiql/ (see SOURCES.txt there)."
         )
         raise RuntimeError(msg)
     version = hashlib.sha256(path.read_bytes()).hexdigest()[:12]

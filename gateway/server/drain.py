@@ -1,6 +1,6 @@
 """Graceful shutdown: what a process is still doing, and how it stops doing it.
 
-On SIGTERM the server (``gateway/serve.py``) calls :meth:`Drain.begin` and stops
+On SIGTERM the server (``gateway/server/serve.py``) calls :meth:`Drain.begin` and stops
 listening; ``/readyz`` answers 503 from that moment, so a load balancer stops
 sending new work. Then :meth:`Drain.finish`:
 

@@ -9,7 +9,7 @@ land on different workers, they share subscriptions through the broker
 :func:`supervise`.
 
 The parent serves nothing. SIGTERM or SIGINT is forwarded to every worker, each
-drains (see ``gateway/drain.py``), and the parent exits when they all have: 0
+drains (see ``gateway/server/drain.py``), and the parent exits when they all have: 0
 when every worker exited 0. A worker that exits while nobody asked it to is a
 failure the parent does not hide by restarting it: the other workers are stopped
 the same graceful way and the parent exits 1 naming the worker, so the process

@@ -1,4 +1,4 @@
-"""The :class:`~gateway.graph.pubsub.PubSub` protocol over a Redis broker.
+"""The :class:`~gateway.broker.pubsub.PubSub` protocol over a Redis broker.
 
 Redis pub/sub only fans out; Cassandra stays the system of record, so an event
 the broker drops is never data lost (clients catch up by querying).
@@ -34,9 +34,9 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from gateway.graph.codec import EventCodec, UnknownEvent
-from gateway.graph.pubsub import BrokerState, BrokerUnavailable
-from gateway.graph.redis_client import close_within, redis_client
+from gateway.broker.codec import EventCodec, UnknownEvent
+from gateway.broker.pubsub import BrokerState, BrokerUnavailable
+from gateway.broker.redis_client import close_within, redis_client
 from gateway.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 A WebSocket outlives the request that opened it, so it must learn when its
 session ends. ``signOut`` publishes :data:`REVOKED` on the session's channel
-through the process's :class:`~gateway.graph.pubsub.PubSub`; every socket of
+through the process's :class:`~gateway.broker.pubsub.PubSub`; every socket of
 that session listens there. With a broker-backed PubSub the announcement
 reaches the sockets of every gateway process.
 """
@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Protocol
 
-from gateway.graph.pubsub import PubSub
+from gateway.broker.pubsub import PubSub
 
 #: The message announcing that a session was revoked.
 REVOKED = "revoked"
