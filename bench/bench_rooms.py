@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass
 
 from bench.harness import Target, counted, gateway_under_test, report, side_by_side
-from gateway.broker.pubsub import InProcessPubSub
+from gateway.broker.memory import InProcessPubSub
 from gateway.db import clock
 from gateway.rooms.history import RoomHistory
 from gateway.rooms.members import MemberStore, UserRoom

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from gateway.blog.seed import seed_blog
+from gateway.broker.memory import InProcessPubSub
 from gateway.contacts.seed import seed_contacts
 from gateway.db.session import Database
 from gateway.mail.seed import seed_mail
@@ -25,5 +26,5 @@ async def seed_demo(db: Database, settings: Settings) -> None:
     log.info("demo direct messages sent: %d", messages)
     log.info("demo identities linked: %s", ", ".join(await seed_contacts(db, settings)))
     log.info("demo emails sent: %d", await seed_mail(db, settings))
-    rooms = await seed_rooms(db, settings)
+    rooms = await seed_rooms(db, settings, InProcessPubSub())  # nobody is subscribed yet
     log.info("demo rooms created: %s", ", ".join(rooms) or "none (already there)")

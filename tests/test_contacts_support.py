@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 from gql import GraphQLRequest
 
-from gateway.broker.pubsub import InProcessPubSub
+from gateway.broker.memory import InProcessPubSub
 from gateway.contacts import rules
 from gateway.contacts.identity import Identity, identity_hash
 from gateway.contacts.jobs import SHARDS, FanoutJobs

@@ -3,7 +3,7 @@
 Every ``import`` and ``from ... import`` counts, wherever it is written (module
 level, inside a function, under ``TYPE_CHECKING``), and so does the module
 named by a ``strawberry.lazy("...")`` reference: a lazy type is an import that
-happens later. The rules are data (``RULES``): who may not import whom, by
+happens later. The rules are data (``LAYERS`` and ``_rules``): who may import whom, by
 module prefix; domains are discovered as the packages under ``gateway/``.
 """
 
@@ -18,13 +18,81 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "gateway"
-#: Packages under ``gateway/`` that every domain builds on; everything else that is a package is a domain.
-LOWER_LAYERS = ("broker", "db", "graph", "http", "ratelimit")
-#: The composition root and the application: they import everything, nothing imports them.
-TOP = ("gateway.schema", "gateway.server", "gateway.__main__")
 #: Module names (last part) of the domain layer under the GraphQL adapters; ``*_store`` counts as ``store``.
 DOMAIN_LOGIC = ("store", "rules", "service")
 GRAPHQL = ("strawberry", "graphql", "gateway.graph.errors")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A shared layer: which of the project's modules its modules may import (besides
+    their own layer's), and which libraries they may not."""
+
+    name: str
+    may_import: tuple[str, ...]
+    why: str
+    libraries_forbidden: tuple[str, ...] = ()
+
+
+#: The shared layers, bottom up; every package under ``gateway/`` not named here is a domain.
+LAYERS = (
+    Layer("gateway.errors", (), "the errors every layer raises sit below them all"),
+    Layer("gateway.tasks", (), "asyncio helpers every layer uses sit below them all"),
+    Layer("gateway.settings", (), "configuration is read before anything else exists"),
+    Layer(
+        "gateway.db",
+        ("gateway.settings", "gateway.errors", "gateway.tasks"),
+        "the Cassandra side knows nothing of GraphQL, HTTP or the broker",
+        ("strawberry", "graphql", "aiohttp", "redis"),
+    ),
+    Layer(
+        "gateway.broker",
+        ("gateway.settings", "gateway.errors", "gateway.tasks"),
+        "the broker only fans out: it knows no GraphQL, HTTP or Cassandra",
+        ("strawberry", "graphql", "aiohttp", "cassandra"),
+    ),
+    Layer(
+        "gateway.ratelimit",
+        ("gateway.settings", "gateway.errors"),
+        "token buckets know nothing of what they limit",
+        ("strawberry", "graphql", "aiohttp", "cassandra"),
+    ),
+    Layer(
+        "gateway.graph",
+        (
+            "gateway.db",
+            "gateway.broker.pubsub",
+            "gateway.broker.sessions",
+            "gateway.ratelimit",
+            "gateway.settings",
+            "gateway.errors",
+            "gateway.tasks",
+        ),
+        "GraphQL execution builds on the data layers and the broker's interface, never on HTTP",
+        ("aiohttp",),
+    ),
+    Layer(
+        "gateway.http",
+        (
+            "gateway.graph",
+            "gateway.db",
+            "gateway.broker.pubsub",
+            "gateway.broker.sessions",
+            "gateway.ratelimit",
+            "gateway.settings",
+            "gateway.errors",
+            "gateway.tasks",
+        ),
+        "HTTP serves GraphQL; it knows no domain, no process and no broker implementation",
+    ),
+)
+#: What composes the domains into one process: they import the domains, no domain imports them.
+COMPOSITION = ("gateway.schema", "gateway.composition", "gateway.seed")
+#: The process and the command line, above everything.
+TOP = ("gateway.server", "gateway.__main__")
+#: The broker modules a domain may use: the interface it is handed, the event wire format it
+#: registers its events with, and the announcement of a revoked session.
+BROKER_INTERFACE = ("gateway.broker.pubsub", "gateway.broker.codec", "gateway.broker.sessions")
 
 
 @dataclass(frozen=True)
@@ -56,29 +124,36 @@ def _modules() -> dict[str, Path]:
 
 
 def _domains() -> list[str]:
+    shared = {layer.name for layer in LAYERS} | set(TOP)
     return sorted(
         f"{PACKAGE}.{path.parent.name}"
         for path in (ROOT / PACKAGE).glob("*/__init__.py")
-        if path.parent.name not in LOWER_LAYERS and f"{PACKAGE}.{path.parent.name}" not in TOP
+        if f"{PACKAGE}.{path.parent.name}" not in shared
     )
+
+
+def _layer_rules() -> list[Rule]:
+    """Each layer's allow-list turned into what it may not import: every other part of the project."""
+    known = set(_modules())
+    rules = []
+    for layer in LAYERS:
+        parts = {layer.name for layer in LAYERS} | set(_domains()) | set(COMPOSITION) | set(TOP)
+        parts |= {m for m in known if m.startswith("gateway.broker.")}
+        forbidden = tuple(
+            sorted(
+                part
+                for part in parts
+                if not _within(part, layer.name)
+                and not any(_within(part, allowed) or _within(allowed, part) for allowed in layer.may_import)
+            )
+        )
+        rules.append(Rule(layer.name, forbidden + layer.libraries_forbidden, layer.why))
+    return rules
 
 
 def _rules() -> list[Rule]:
     domains = _domains()
-    rules = [
-        Rule(
-            f"{PACKAGE}.{layer}",
-            (*domains, *TOP),
-            f"{PACKAGE}/{layer}/ is shared by every domain and knows none of them",
-        )
-        for layer in LOWER_LAYERS
-    ]
-    rules.append(
-        Rule(f"{PACKAGE}.db", (f"{PACKAGE}.graph", "strawberry", "graphql"), "db/ knows nothing of GraphQL")
-    )
-    rules.append(
-        Rule(f"{PACKAGE}.errors", (PACKAGE, *GRAPHQL), "domain errors sit below every layer")
-    )
+    rules = _layer_rules()
     rules.append(
         Rule(
             f"{PACKAGE}.users",
@@ -86,9 +161,26 @@ def _rules() -> list[Rule]:
             "every domain may build on users/, so users/ builds on no other domain",
         )
     )
+    implementations = tuple(
+        module
+        for module in _modules()
+        if module.startswith("gateway.broker.") and module not in BROKER_INTERFACE
+    )
     rules.extend(
-        Rule(domain, TOP, "domains are joined at the composition root; nothing reaches back into it")
+        Rule(
+            domain,
+            (*COMPOSITION, *TOP, *implementations),
+            "domains are joined at the composition root, nothing reaches back into it, and they "
+            "reach the broker only through the interface they are handed",
+        )
         for domain in domains
+    )
+    rules.append(
+        Rule(
+            "gateway.server",
+            (*domains, "gateway.schema", "gateway.seed"),
+            "the process runs what the composition root hands it and knows no domain",
+        )
     )
     rules.append(
         Rule(
@@ -154,6 +246,22 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     assert len(graph) > 50
     assert {"gateway.db.session"} <= graph["gateway.server.app"]
     assert any(target.startswith("strawberry") for target in graph["gateway.graph.context"])
+
+
+def test_every_package_is_a_layer_a_domain_or_the_top() -> None:
+    domains = _domains()
+    assert {"gateway.users", "gateway.messenger", "gateway.rooms"} <= set(domains)
+    assert not {"gateway.db", "gateway.broker", "gateway.server"} & set(domains)
+
+
+def test_a_layer_rule_forbids_what_its_allow_list_leaves_out() -> None:
+    rules = {rule.importer: rule for rule in _layer_rules()}
+    graph_rule = rules["gateway.graph"]
+    assert "gateway.http" in graph_rule.forbidden
+    assert "gateway.broker.redis_pubsub" in graph_rule.forbidden
+    assert "gateway.broker.pubsub" not in graph_rule.forbidden
+    assert "gateway.db" not in graph_rule.forbidden
+    assert "gateway.rooms" in rules["gateway.http"].forbidden
 
 
 @pytest.mark.parametrize("rule", _rules(), ids=lambda rule: "/".join((rule.importer, *rule.names)))

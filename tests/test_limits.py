@@ -25,7 +25,7 @@ from gateway.settings import Settings
 from tests.client import Api, Response
 from tests.conftest import ServerFactory
 
-GRAPHIQL_BUNDLE = Path(__file__).parent.parent / "gateway" / "static" / "graphiql" / "graphiql.min.js"
+GRAPHIQL_BUNDLE = Path(__file__).parent.parent / "gateway/server/static/graphiql/graphiql.min.js"
 NESTED = (
     "{ rooms(first: 100) { nodes { participants(first: 100) { nodes { rooms(first: 100) { nodes {"
     " participants(first: 100) { nodes { login } } } } } } } } }"

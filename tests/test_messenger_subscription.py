@@ -13,7 +13,7 @@ from aiohttp import web
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
-from gateway.broker.pubsub import InProcessPubSub
+from gateway.broker.memory import InProcessPubSub
 from gateway.messenger.events import user_messages_channel
 from gateway.server.app import SERVICES
 from tests.client import Account, Api

@@ -10,7 +10,7 @@ from aiohttp import web
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
-from gateway.broker.pubsub import InProcessPubSub
+from gateway.broker.memory import InProcessPubSub
 from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES
 from tests.client import Account, Api

@@ -23,7 +23,6 @@ from gateway.errors import Unauthenticated
 from gateway.graph import validation
 from gateway.graph.dataloader import Loader
 from gateway.graph.observability import OperationRecorder
-from gateway.http.client_address import address_key, client_address
 from gateway.ratelimit.limiter import RateLimiter
 from gateway.ratelimit.policy import Limit, RateLimits
 from gateway.settings import Settings
@@ -42,6 +41,13 @@ class StoreClass(Protocol[S_co]):
 #: Resolves a bearer token to the login of its session, or None when it is
 #: unknown or expired. The users domain provides it.
 Authenticator = Callable[[str], Awaitable[str | None]]
+
+#: The key per-address rate limits count a request under (the HTTP layer provides it).
+AddressOf = Callable[[Any], str]
+
+
+def _no_address(_: Any) -> str:
+    return "unknown"
 
 
 class _RequestIds:
@@ -80,6 +86,8 @@ class Services:
     limiter: RateLimiter | None = None
     #: Where operations are counted (the process's metrics); None: nowhere.
     metrics: OperationRecorder | None = None
+    #: The client address of a request, as per-address limits key it.
+    address_of: AddressOf = _no_address
     rate_limits: RateLimits = field(init=False)
     _stores: dict[StoreClass[Any], Any] = field(default_factory=dict)
 
@@ -95,16 +103,6 @@ class Services:
         return instance
 
 
-def bearer_token(authorization: str | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` value; "" for a malformed one."""
-    if authorization is None or not authorization.strip():
-        return None
-    scheme, _, token = authorization.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return ""
-    return token.strip()
-
-
 class Context:
     def __init__(
         self,
@@ -112,16 +110,18 @@ class Context:
         *,
         request: Any = None,
         response: Any = None,
-        authorization: str | None = None,
+        token: str | None = None,
         websocket: bool = False,
     ) -> None:
+        """``token`` is the request's bearer token: None when it sent none, "" when the one
+        it sent is malformed."""
         self.services = services
         self.request = request
         self.response = response
         self.request_id = new_request_id()
         self.metrics = RequestMetrics()
         self.nodes_requested = 0
-        self._token = bearer_token(authorization)
+        self._token = token
         self._viewer: str | None = None
         self._viewer_known = False
         self._loaders: dict[Callable[..., Any], Any] = {}
@@ -136,8 +136,9 @@ class Context:
 
     # -- authentication -----------------------------------------------------
 
-    def set_authorization(self, authorization: str | None) -> None:
-        self._token = bearer_token(authorization)
+    def set_token(self, token: str | None) -> None:
+        """Act as ``token``'s session, looked up when a resolver first needs the viewer."""
+        self._token = token
         self._viewer_known = False
 
     def signed_in_as(self, login: str, token: str) -> None:
@@ -210,10 +211,7 @@ class Context:
     @property
     def client_address(self) -> str:
         """The client's address as per-address limits key it (see ``gateway/http/client_address.py``)."""
-        request = self.request
-        peer = getattr(request, "remote", None)
-        forwarded = request.headers.getall("X-Forwarded-For", []) if request is not None else []
-        return address_key(client_address(peer, forwarded, self.settings.trusted_proxies))
+        return self.services.address_of(self.request)
 
     @property
     def rate_limits(self) -> RateLimits:

@@ -15,9 +15,11 @@ import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import Any
+
+from gateway.settings.values import IPNetwork, parse_networks
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 #: IPv6 clients are limited per /64: one subscriber usually holds a whole /64.
 IPV6_KEY_PREFIX = 64
@@ -41,17 +43,6 @@ def parse_address(text: str) -> IPAddress | None:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped
     return address
-
-
-def parse_networks(entries: Iterable[str]) -> tuple[IPNetwork, ...]:
-    """``GATEWAY_TRUSTED_PROXIES`` entries (IPs or CIDRs); ValueError naming a bad one."""
-    networks: list[IPNetwork] = []
-    for entry in entries:
-        try:
-            networks.append(ipaddress.ip_network(entry.strip(), strict=False))
-        except ValueError:
-            raise ValueError(f"not an IP address or CIDR: {entry.strip()!r}") from None
-    return tuple(networks)
 
 
 @lru_cache(maxsize=16)
@@ -92,3 +83,11 @@ def address_key(address: IPAddress | None) -> str:
     if isinstance(address, ipaddress.IPv6Address):
         return str(ipaddress.IPv6Network((address, IPV6_KEY_PREFIX), strict=False))
     return str(address)
+
+
+def request_address_key(request: Any, trusted_proxies: Sequence[str]) -> str:
+    """The key per-address limits use for an aiohttp request: its peer, or the client its
+    trusted proxy names in ``X-Forwarded-For``."""
+    peer = getattr(request, "remote", None)
+    forwarded = request.headers.getall("X-Forwarded-For", []) if request is not None else []
+    return address_key(client_address(peer, forwarded, tuple(trusted_proxies)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import aiohttp_cors
 from aiohttp import hdrs, web
 
-from gateway.http.origins import ANY_ORIGIN, normalized_origins
+from gateway.settings.values import ANY_ORIGIN, normalized_origins
 
 #: Response headers a cross-origin page may read besides the CORS-safelisted ones: the
 #: download headers a player or a resumable download needs (``Content-Range`` to place a

@@ -38,7 +38,8 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 from gateway.broker.pubsub import BrokerUnavailable
 from gateway.broker.sessions import LiveSession, session_channel
 from gateway.db.session import CassandraUnavailable
-from gateway.graph.context import Context, Services, bearer_token
+from gateway.graph.context import Context, Services
+from gateway.http.auth import bearer_token
 from gateway.http.sockets import TOO_MANY_CODE, TOO_MANY_REASON, SocketCounts
 from gateway.tasks import cancel_and_wait
 
@@ -203,7 +204,7 @@ class SessionSocket:
         try:
             session = await self.services.session_of(self.token)
         except CassandraUnavailable:
-            context.set_authorization(f"Bearer {self.token}")
+            context.set_token(self.token)
             return True
         if session is None:
             await self.close(FORBIDDEN_CODE, SESSION_ENDED)

@@ -10,7 +10,8 @@ from uuid import UUID
 from aiohttp import hdrs, web
 
 from gateway.db.session import CassandraUnavailable, RequestMetrics, measuring
-from gateway.graph.context import Services, bearer_token
+from gateway.graph.context import Services
+from gateway.http.auth import bearer_token
 from gateway.mail.attachments import AttachmentStore
 from gateway.mail.links import DownloadLinks
 from gateway.mail.names import content_disposition

@@ -36,7 +36,7 @@ from aiohttp.multipart import BodyPartReader, MultipartReader
 from cross_web import FormData
 
 from gateway.db.clock import new_timeuuid
-from gateway.graph.context import bearer_token
+from gateway.http.auth import bearer_token
 from gateway.http.multipart import MAX_MAP_BYTES, SPEC_ORDER, parse_map, parse_operations, upload_targets
 from gateway.http.requests import ENDPOINT, BoundedRequestAdapter, bad_request, too_large
 from gateway.mail.attachments import MAX_ATTACHMENT_BYTES, AttachmentStore, TooLarge

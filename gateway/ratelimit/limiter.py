@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.errors import BrokerUnavailable
-from gateway.ratelimit.rates import Rule
+from gateway.settings.values import Rule
 
 #: Keys the in-process limiter remembers (about 200 bytes each); the least recently
 #: used go first, and those are almost always refilled buckets, i.e. no state at all.

@@ -13,8 +13,8 @@ import logging
 
 from gateway.errors import RateLimited
 from gateway.ratelimit.limiter import Backoff, InProcessRateLimiter, LimiterUnavailable, RateLimiter
-from gateway.ratelimit.rates import Rule, parse_rate
 from gateway.settings import Settings
+from gateway.settings.values import Rule, parse_rate
 
 log = logging.getLogger(__name__)
 

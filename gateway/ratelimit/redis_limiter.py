@@ -23,7 +23,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from gateway.ratelimit.limiter import FORGET_AFTER, Backoff, Decision, LimiterUnavailable
-from gateway.ratelimit.rates import Rule
+from gateway.settings.values import Rule
 
 log = logging.getLogger(__name__)
 

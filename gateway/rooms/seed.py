@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.broker.pubsub import InProcessPubSub
+from gateway.broker.pubsub import PubSub
 from gateway.db.session import Database
 from gateway.errors import Conflict
 from gateway.rooms.history import RoomHistory
@@ -36,11 +36,11 @@ DEMO_ROOMS: list[tuple[str, str, str, list[str], list[tuple[str, str]]]] = [
 ]
 
 
-async def seed_rooms(db: Database, settings: Settings) -> list[str]:
+async def seed_rooms(db: Database, settings: Settings, pubsub: PubSub) -> list[str]:
     """Create the demo rooms that do not exist yet (with their first messages) and make
-    sure the demo users are in them; returns the names created."""
+    sure the demo users are in them; returns the names created. Their events go to ``pubsub``."""
     service = RoomService(
-        db, RoomStore(db, settings), MemberStore(db, settings), RoomHistory(db, settings), InProcessPubSub()
+        db, RoomStore(db, settings), MemberStore(db, settings), RoomHistory(db, settings), pubsub
     )
     created = []
     for name, banner, creator, joiners, messages in DEMO_ROOMS:

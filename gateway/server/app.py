@@ -8,43 +8,32 @@ import os
 from datetime import timedelta
 from typing import Any
 
-import redis.asyncio as aioredis
 import strawberry
 from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
-from gateway.broker.pubsub import InProcessPubSub, PubSub
-from gateway.broker.redis_client import close_within, redis_client
+from gateway.broker.pubsub import PubSub
 from gateway.broker.redis_pubsub import RedisPubSub
-from gateway.contacts.fanout import FanoutWorker
-from gateway.contacts.service import ContactDirectory
+from gateway.composition import Composition, compose
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
 from gateway.graph.context import Context, Services
 from gateway.graph.limits import QueryLimits
+from gateway.http.auth import bearer_token
 from gateway.http.batch import BatchBudget
 from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
-from gateway.http.persisted import DocumentStore
-from gateway.http.persisted import from_settings as persisted_queries
-from gateway.http.redis_documents import RedisDocumentStore
 from gateway.http.requests import ENDPOINT, Endpoint
 from gateway.http.sockets import SocketCounts
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
-from gateway.mail import routes as mail_routes
-from gateway.mail.uploads import StreamingUploadAdapter
-from gateway.ratelimit.limiter import RateLimiter
-from gateway.ratelimit.redis_limiter import RedisRateLimiter
-from gateway.schema import build_schema, event_codec
 from gateway.server.drain import Drain
 from gateway.server.graphiql import add_static_routes, render_graphiql
 from gateway.server.metrics import UPGRADED
 from gateway.server.metrics import install as install_metrics
 from gateway.settings import Settings
 from gateway.tasks import cancel_and_wait
-from gateway.users.store import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +42,8 @@ READY = web.AppKey("ready", asyncio.Event)
 CONNECTOR = web.AppKey("connector", asyncio.Task)
 DRAIN = web.AppKey("drain", Drain)
 SOCKETS = web.AppKey("sockets", SocketCounts)
-FANOUT = web.AppKey("fanout", FanoutWorker)
-FANOUT_TASK = web.AppKey("fanout_task", asyncio.Task)
-BROKER_CLIENT = web.AppKey("broker_client", aioredis.Redis)
+COMPOSITION = web.AppKey("composition", Composition)
+WORKER_TASKS = web.AppKey("worker_tasks", list[asyncio.Task[None]])
 
 #: Seconds between attempts to reach Cassandra while it is down at start-up.
 CONNECT_RETRY_SECONDS = 2.0
@@ -108,7 +96,7 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView[Context, None]):
             response=response,
             # A socket acts as nobody until ``connection_init`` admits its session (from the
             # payload or this header): see gateway/http/websocket.py.
-            authorization=None if websocket else request.headers.get("Authorization"),
+            token=None if websocket else bearer_token(request.headers.get("Authorization")),
             websocket=websocket,
         )
 
@@ -139,15 +127,13 @@ async def _connect(app: web.Application) -> None:
 async def _on_startup(app: web.Application) -> None:
     app[CONNECTOR] = asyncio.create_task(_connect(app))
     await app[SERVICES].pubsub.start()
-    app[FANOUT_TASK] = asyncio.create_task(app[FANOUT].run(app[READY]))
+    app[WORKER_TASKS] = [asyncio.create_task(w.run(app[READY])) for w in app[COMPOSITION].workers]
 
 
 async def _on_cleanup(app: web.Application) -> None:
-    await cancel_and_wait(app[CONNECTOR], app[FANOUT_TASK], what="the startup and fan-out tasks")
-    await app[SERVICES].pubsub.aclose()
-    client = app.get(BROKER_CLIENT)
-    if client is not None:
-        await close_within(client.aclose(), "the broker client")
+    tasks = (app[CONNECTOR], *app[WORKER_TASKS])
+    await cancel_and_wait(*tasks, what="the startup task and the domains' workers")
+    await app[COMPOSITION].aclose()
     await asyncio.to_thread(app[SERVICES].db.shutdown)
 
 
@@ -191,44 +177,6 @@ async def readyz(request: web.Request) -> web.Response:
     })
 
 
-def pubsub_of(settings: Settings) -> PubSub:
-    """The broker of ``GATEWAY_BROKER_URL``, channels namespaced by keyspace; in-process without one."""
-    if not settings.broker_url:
-        return InProcessPubSub()
-    return RedisPubSub(settings.broker_url, event_codec(), namespace=settings.keyspace)
-
-
-#: Seconds a rate-limit or persisted-query call may wait for the broker.
-BROKER_CALL_TIMEOUT = 1.0
-#: Seconds a burst of such calls may wait for one of the process's 64 broker connections.
-BROKER_POOL_WAIT = 5.0
-
-
-def broker_client(settings: Settings) -> aioredis.Redis | None:
-    """The connection pool for state kept in the broker (rate limits, persisted queries);
-    None without ``GATEWAY_BROKER_URL``. Calls fail fast: callers decide what a failure means."""
-    if not settings.broker_url:
-        return None
-    return redis_client(
-        settings.broker_url,
-        max_connections=64,
-        timeout=BROKER_CALL_TIMEOUT,
-        retries=1,
-        read_timeout=BROKER_CALL_TIMEOUT,
-        pool_timeout=BROKER_POOL_WAIT,
-    )
-
-
-def limiter_of(client: aioredis.Redis | None, settings: Settings) -> RateLimiter | None:
-    """Rate-limit state in the broker, namespaced by keyspace; None: in this process."""
-    return None if client is None else RedisRateLimiter(client, namespace=settings.keyspace)
-
-
-def documents_of(client: aioredis.Redis | None, settings: Settings) -> DocumentStore | None:
-    """Persisted queries in the broker, namespaced by keyspace; None: in this process."""
-    return None if client is None else RedisDocumentStore(client, namespace=settings.keyspace)
-
-
 def create_app(
     settings: Settings,
     *,
@@ -236,31 +184,19 @@ def create_app(
     pubsub: PubSub | None = None,
     schema: strawberry.Schema | None = None,
 ) -> web.Application:
-    """The gateway over ``settings``; ``schema`` replaces the composed one (for tests
-    that need a field no public schema has)."""
+    """The gateway over ``settings`` (parts made by ``gateway.composition.compose``);
+    ``schema`` replaces the composed one (for tests that need a field no public schema has)."""
     settings.validate()
-    db = db or Database(settings)
-    sessions = SessionStore(db, settings)
-    shared = broker_client(settings)
-    services = Services(
-        settings=settings,
-        db=db,
-        pubsub=pubsub or pubsub_of(settings),
-        authenticate=sessions.login_of,
-        session_of=sessions.active,
-        limiter=limiter_of(shared, settings),
-    )
+    composition = compose(settings, db=db, pubsub=pubsub, schema=schema)
+    services = composition.services
     drain = Drain()
     app = web.Application(client_max_size=settings.max_json_bytes, middlewares=[drain.middleware])
     app[SERVICES] = services
+    app[COMPOSITION] = composition
     app[READY] = asyncio.Event()
     app[DRAIN] = drain
-    if shared is not None:
-        app[BROKER_CLIENT] = shared
-    schema = schema or build_schema(settings)
     limits = QueryLimits.of(settings)
-    app[ENDPOINT] = Endpoint(schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
-    app[FANOUT] = FanoutWorker(services.store(ContactDirectory).store, services.pubsub, settings)
+    app[ENDPOINT] = Endpoint(composition.schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
     metrics = install_metrics(app)
     services.metrics = metrics
     metrics.set_broker_state(services.pubsub.state)
@@ -269,8 +205,8 @@ def create_app(
     view = GatewayGraphQLView(
         services,
         drain=drain,
-        request_adapter=StreamingUploadAdapter,
-        schema=schema,
+        request_adapter=composition.request_adapter,
+        schema=composition.schema,
         graphql_ide="graphiql",
         allow_queries_via_get=True,
         multipart_uploads_enabled=True,
@@ -282,14 +218,12 @@ def create_app(
         max_tokens=settings.max_tokens,
         max_response_bytes=settings.max_response_bytes,
         allowed_origins=settings.cors_origins,
-        persisted_queries=persisted_queries(
-            settings.trusted_documents, settings.introspection_allowed, documents_of(shared, settings)
-        ),
+        persisted_queries=composition.persisted_queries,
     )
     app[SOCKETS] = view.sockets
     for method in ("GET", "POST"):
         app.router.add_route(method, "/graphql", view)
-    mail_routes.install(app, services)
+    composition.install_routes(app)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     add_static_routes(app)

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from gateway.http.client_address import address_key, client_address, parse_address, parse_networks
+from gateway.http.client_address import address_key, client_address, parse_address
+from gateway.settings.values import parse_networks
 
 LOOPBACK = ("127.0.0.1",)
 CHAIN = ("10.0.0.0/8", "192.168.1.5", "2001:db8:ffff::/48")

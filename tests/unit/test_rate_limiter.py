@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.ratelimit.limiter import FORGET_AFTER, Backoff, InProcessRateLimiter
-from gateway.ratelimit.rates import Rule, parse_rate
+from gateway.settings.values import Rule, parse_rate
 
 
 class Clock:

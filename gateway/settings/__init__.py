@@ -10,9 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gateway.http.client_address import parse_networks
-from gateway.http.origins import cors_problems
-from gateway.ratelimit.rates import parse_rate
+from gateway.settings.values import cors_problems, parse_networks, parse_rate
 
 #: Characters of GATEWAY_URL_SIGNING_SECRET at the least (e.g. ``openssl rand -hex 32`` gives 64).
 MIN_SIGNING_SECRET = 32

@@ -1,0 +1,91 @@
+"""The pub/sub of one gateway process: fan-out to this process's subscribers only."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from typing import Any
+
+from gateway.broker.pubsub import BrokerState
+
+log = logging.getLogger(__name__)
+
+_CLOSED = object()
+
+
+class InProcessPubSub:
+    """Fan-out to every subscriber of a channel in this process.
+
+    Each subscriber has a bounded queue. A subscriber that falls more than
+    ``queue_size`` messages behind is ended rather than allowed to grow memory
+    without bound; its client sees the subscription complete and resubscribes.
+    """
+
+    def __init__(self, queue_size: int = 1000) -> None:
+        self._queue_size = queue_size
+        self._subscribers: dict[str, set[asyncio.Queue[Any]]] = defaultdict(set)
+
+    @property
+    def state(self) -> BrokerState:
+        return "in-process"
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        for channel in list(self._subscribers):
+            self.close(channel)
+
+    async def publish(self, channel: str, message: Any) -> None:
+        for queue in list(self._subscribers.get(channel, ())):
+            try:
+                queue.put_nowait(message)
+            except asyncio.QueueFull:
+                log.warning("subscriber of %s fell behind; ending its subscription", channel)
+                self._end(channel, queue)
+
+    def close(self, channel: str) -> None:
+        """End every subscription of ``channel`` (after what was already published)."""
+        for queue in list(self._subscribers.get(channel, ())):
+            self._end(channel, queue)
+
+    def subscriber_count(self, channel: str) -> int:
+        return len(self._subscribers.get(channel, ()))
+
+    def _end(self, channel: str, queue: asyncio.Queue[Any]) -> None:
+        self._discard(channel, queue)
+        with contextlib.suppress(asyncio.QueueFull):
+            queue.put_nowait(_CLOSED)
+            return
+        # Full: drop the backlog so the end marker fits.
+        while not queue.empty():
+            queue.get_nowait()
+        queue.put_nowait(_CLOSED)
+
+    def _discard(self, channel: str, queue: asyncio.Queue[Any]) -> None:
+        subscribers = self._subscribers.get(channel)
+        if subscribers is not None:
+            subscribers.discard(queue)
+            if not subscribers:
+                del self._subscribers[channel]
+
+    @contextlib.asynccontextmanager
+    async def subscribe(self, channel: str) -> AsyncIterator[AsyncIterator[Any]]:
+        """Registers at once (before the first ``await``), so nothing published after entry is missed."""
+        queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=self._queue_size + 1)
+        self._subscribers[channel].add(queue)
+
+        async def messages() -> AsyncIterator[Any]:
+            while True:
+                message = await queue.get()
+                if message is _CLOSED:
+                    return
+                yield message
+
+        try:
+            yield messages()
+        finally:
+            self._discard(channel, queue)

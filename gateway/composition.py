@@ -1,0 +1,143 @@
+"""The composition root: the one place that builds a process's parts from the settings
+and hands them to each other.
+
+:func:`compose` makes the Cassandra session's users (the domains' stores, through
+:class:`~gateway.graph.context.Services`), the broker and what lives in it (pub/sub,
+rate-limit state, persisted queries, session revocations), the schema of
+``gateway/schema.py``, and what the domains add to the process beside GraphQL: the
+mail domain's download route and streaming upload adapter, the contacts domain's
+fan-out worker. The server (``gateway/server/app.py``) receives a
+:class:`Composition` and knows no domain; the domains receive their collaborators
+(a store, a ``PubSub``) and know neither the server nor this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import redis.asyncio as aioredis
+import strawberry
+from aiohttp import web
+from cross_web import AiohttpHTTPRequestAdapter
+
+from gateway.broker.memory import InProcessPubSub
+from gateway.broker.pubsub import PubSub
+from gateway.broker.redis_client import close_within, redis_client
+from gateway.broker.redis_pubsub import RedisPubSub
+from gateway.contacts.fanout import FanoutWorker
+from gateway.contacts.service import ContactDirectory
+from gateway.db.session import Database
+from gateway.graph.context import Services
+from gateway.http.client_address import request_address_key
+from gateway.http.persisted import DocumentStore, PersistedQueries
+from gateway.http.persisted import from_settings as persisted_queries
+from gateway.http.redis_documents import RedisDocumentStore
+from gateway.mail import routes as mail_routes
+from gateway.mail.uploads import StreamingUploadAdapter
+from gateway.ratelimit.limiter import RateLimiter
+from gateway.ratelimit.redis_limiter import RedisRateLimiter
+from gateway.schema import build_schema, event_codec
+from gateway.settings import Settings
+from gateway.users.store import SessionStore
+
+#: Seconds a rate-limit or persisted-query call may wait for the broker.
+BROKER_CALL_TIMEOUT = 1.0
+#: Seconds a burst of such calls may wait for one of the process's 64 broker connections.
+BROKER_POOL_WAIT = 5.0
+
+
+class Worker(Protocol):
+    """Background work a domain runs for the life of the process, once Cassandra is ready."""
+
+    async def run(self, ready: asyncio.Event) -> None: ...
+
+
+@dataclass
+class Composition:
+    services: Services
+    schema: strawberry.Schema
+    persisted_queries: PersistedQueries
+    #: Reads ``/graphql`` requests (the mail domain's streams uploads into Cassandra).
+    request_adapter: type[AiohttpHTTPRequestAdapter]
+    #: Adds the domains' own routes and middlewares to the application.
+    install_routes: Callable[[web.Application], None]
+    workers: list[Worker] = field(default_factory=list)
+    #: The connection pool of state kept in the broker; None without one.
+    broker_client: aioredis.Redis | None = None
+
+    async def aclose(self) -> None:
+        """Let go of the broker (its pub/sub and its pool); the database is the server's."""
+        await self.services.pubsub.aclose()
+        if self.broker_client is not None:
+            await close_within(self.broker_client.aclose(), "the broker client")
+
+
+def pubsub_of(settings: Settings) -> PubSub:
+    """The broker of ``GATEWAY_BROKER_URL``, channels namespaced by keyspace; in-process without one."""
+    if not settings.broker_url:
+        return InProcessPubSub()
+    return RedisPubSub(settings.broker_url, event_codec(), namespace=settings.keyspace)
+
+
+def broker_client(settings: Settings) -> aioredis.Redis | None:
+    """The connection pool for state kept in the broker (rate limits, persisted queries);
+    None without ``GATEWAY_BROKER_URL``. Calls fail fast: callers decide what a failure means."""
+    if not settings.broker_url:
+        return None
+    return redis_client(
+        settings.broker_url,
+        max_connections=64,
+        timeout=BROKER_CALL_TIMEOUT,
+        retries=1,
+        read_timeout=BROKER_CALL_TIMEOUT,
+        pool_timeout=BROKER_POOL_WAIT,
+    )
+
+
+def limiter_of(client: aioredis.Redis | None, settings: Settings) -> RateLimiter | None:
+    """Rate-limit state in the broker, namespaced by keyspace; None: in this process."""
+    return None if client is None else RedisRateLimiter(client, namespace=settings.keyspace)
+
+
+def documents_of(client: aioredis.Redis | None, settings: Settings) -> DocumentStore | None:
+    """Persisted queries in the broker, namespaced by keyspace; None: in this process."""
+    return None if client is None else RedisDocumentStore(client, namespace=settings.keyspace)
+
+
+def compose(
+    settings: Settings,
+    *,
+    db: Database | None = None,
+    pubsub: PubSub | None = None,
+    schema: strawberry.Schema | None = None,
+) -> Composition:
+    """Every part of a gateway process over ``settings``; ``schema`` replaces the composed
+    one (for tests that need a field no public schema has)."""
+    db = db or Database(settings)
+    sessions = SessionStore(db, settings)
+    shared = broker_client(settings)
+    trusted = settings.trusted_proxies
+    services = Services(
+        settings=settings,
+        db=db,
+        pubsub=pubsub or pubsub_of(settings),
+        authenticate=sessions.login_of,
+        session_of=sessions.active,
+        limiter=limiter_of(shared, settings),
+        address_of=lambda request: request_address_key(request, trusted),
+    )
+    fanout = FanoutWorker(services.store(ContactDirectory).store, services.pubsub, settings)
+    return Composition(
+        services=services,
+        schema=schema or build_schema(settings),
+        persisted_queries=persisted_queries(
+            settings.trusted_documents, settings.introspection_allowed, documents_of(shared, settings)
+        ),
+        request_adapter=StreamingUploadAdapter,
+        install_routes=lambda app: mail_routes.install(app, services),
+        workers=[fanout],
+        broker_client=shared,
+    )
