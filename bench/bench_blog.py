@@ -34,8 +34,6 @@ ADD_COMMENT = """mutation($slug: String!, $input: CommentInput!) {
   addComment(slug: $slug, input: $input) { id postedAt } }"""
 
 
-
-
 async def _seed(target: Target) -> list[str]:
     """10 authors with 3 posts each (2 tags, a few comments), one post with 50 comments."""
     tokens = [await target.sign_up(f"writer{i}") for i in range(AUTHORS)]
@@ -44,8 +42,14 @@ async def _seed(target: Target) -> list[str]:
             slug = f"post-{round_}-{i}"
             await target.graphql(
                 PUBLISH,
-                {"input": {"slug": slug, "title": f"Post {round_}/{i}", "body": "Lorem ipsum. " * 200,
-                           "tags": ["cassandra", f"topic-{i % 3}"]}},
+                {
+                    "input": {
+                        "slug": slug,
+                        "title": f"Post {round_}/{i}",
+                        "body": "Lorem ipsum. " * 200,
+                        "tags": ["cassandra", f"topic-{i % 3}"],
+                    }
+                },
                 token=token,
             )
             for c in range(i % 4):
@@ -127,8 +131,14 @@ async def main() -> None:
                     "gateway: publishPost (LWT + batch + counter)",
                     lambda i: target.graphql(
                         PUBLISH,
-                        {"input": {"slug": _slug(f"gw-{run}", i), "title": "Bench",
-                                   "body": "Body", "tags": ["cassandra", "bench"]}},
+                        {
+                            "input": {
+                                "slug": _slug(f"gw-{run}", i),
+                                "title": "Bench",
+                                "body": "Body",
+                                "tags": ["cassandra", "bench"],
+                            }
+                        },
                         token=tokens[i % AUTHORS],
                     ),
                 ),

@@ -48,8 +48,6 @@ def book(seed: int, owned: list[str]) -> list[dict[str, str]]:
     return contacts
 
 
-
-
 async def main() -> None:
     async with gateway_under_test() as target:
         tag = uuid.uuid4().hex[:6]

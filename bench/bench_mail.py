@@ -42,8 +42,6 @@ SEND = """mutation($input: EmailInput!) { sendEmail(input: $input) { id } }"""
 MARK = """mutation($id: ID!, $read: Boolean) { markEmailRead(id: $id, read: $read) { id read } }"""
 
 
-
-
 async def _upload(target: Target, token: str, to: str, content: bytes) -> dict[str, Any]:
     form = aiohttp.FormData()
     form.add_field(
@@ -54,9 +52,7 @@ async def _upload(target: Target, token: str, to: str, content: bytes) -> dict[s
     )
     form.add_field("map", '{"0": ["variables.input.attachments.0"]}')
     form.add_field("0", content, filename="report.bin", content_type="application/octet-stream")
-    async with target.http.post(
-        target.url, data=form, headers={"Authorization": f"Bearer {token}"}
-    ) as r:
+    async with target.http.post(target.url, data=form, headers={"Authorization": f"Bearer {token}"}) as r:
         body: dict[str, Any] = await r.json()
     assert not body.get("errors"), body
     return body["data"]["sendEmail"]
@@ -181,9 +177,7 @@ async def main() -> None:
                 warmup=5,
             ),
         ]
-        report(
-            f"attachment download ({DOWNLOADS} downloads, concurrency {DOWNLOAD_CONCURRENCY})", transfers
-        )
+        report(f"attachment download ({DOWNLOADS} downloads, concurrency {DOWNLOAD_CONCURRENCY})", transfers)
         _throughput(transfers)
 
 

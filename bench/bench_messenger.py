@@ -36,8 +36,6 @@ SEND = """mutation($to: String!, $content: String!) {
 }"""
 
 
-
-
 async def main() -> None:
     async with gateway_under_test() as target:
         owner = "benchowner"

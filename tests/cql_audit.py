@@ -370,6 +370,7 @@ RANGE_SCANS = (
     ),
 )
 
+
 def is_maintenance(found: Found) -> bool:
     """Operator commands, never a request, may read whole tables or partitions: the
     ``backfill`` modules (``gateway backfill``) and functions whose docstring says they

@@ -22,8 +22,12 @@ async def run_node(script: str, *args: str, needs: str, seconds: float = 180) ->
     if not (JS / "node_modules" / needs).is_dir():
         pytest.fail("tests/js has no node_modules: run the suite with scripts/test, which runs npm ci there")
     process = await asyncio.create_subprocess_exec(
-        node, str(JS / script), *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=JS,
+        node,
+        str(JS / script),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=JS,
     )
     try:
         stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=seconds)

@@ -59,7 +59,10 @@ async def test_apollo_client_scenario(api: Api, tmp_path: Path) -> None:
     # ...which a cache that cannot tell entities apart does not manage (the check can fail).
     assert report["cacheWithoutIds"]["readBack"] < 9
     assert report["markRead"] == {
-        "before": [2, 2], "talkPartner": 0, "talkPartnerConversation": 0, "conversation": 0,
+        "before": [2, 2],
+        "talkPartner": 0,
+        "talkPartnerConversation": 0,
+        "conversation": 0,
     }
     assert report["subscription"] is not None
     assert report["subscription"]["sender"] == bob.login

@@ -163,9 +163,7 @@ async def test_commenter_email_is_stored_but_never_returned(api: Api, app: Any) 
         ({"tags": ["ok", "née"]}, "tags"),
     ],
 )
-async def test_publish_validation_names_the_field(
-    api: Api, overrides: dict[str, Any], field: str
-) -> None:
+async def test_publish_validation_names_the_field(api: Api, overrides: dict[str, Any], field: str) -> None:
     author = await api.sign_up("val")
     variables = post_input(unique_slug("val"), **overrides)
     error = await api.error(PUBLISH, variables, token=author.token)
@@ -206,9 +204,7 @@ async def test_publish_accepts_every_limit_exactly(api: Api) -> None:
         ({"text": "x" * 4001}, "text"),
     ],
 )
-async def test_comment_validation_names_the_field(
-    api: Api, overrides: dict[str, Any], field: str
-) -> None:
+async def test_comment_validation_names_the_field(api: Api, overrides: dict[str, Any], field: str) -> None:
     author = await api.sign_up("cval")
     post = await publish(api, author.token)
     error = await api.error(ADD_COMMENT, {"slug": post["slug"], "input": comment_input(**overrides)})

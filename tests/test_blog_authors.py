@@ -75,9 +75,7 @@ async def test_backfill_files_old_lists_in_year_buckets(api: Api, app: web.Appli
     # A post published now lands on top, in the new list and in the old one.
     fresh = await publish(api, author.token)
     assert (await _page(api, author.login, 1))[0] == [fresh["slug"]]
-    old_table = await db.execute(
-        "SELECT slug FROM posts_by_author WHERE author = ? LIMIT 1", (author.login,)
-    )
+    old_table = await db.execute("SELECT slug FROM posts_by_author WHERE author = ? LIMIT 1", (author.login,))
     assert old_table.rows[0]["slug"] == fresh["slug"]
 
 

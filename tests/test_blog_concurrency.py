@@ -78,9 +78,7 @@ async def test_repeating_your_own_publish_is_a_harmless_retry(api: Api) -> None:
     assert (await api.ok(POST, {"slug": slug}))["post"]["author"]["login"] == author.login
 
 
-async def test_a_post_whose_filing_never_landed_heals_when_its_author_retries(
-    api: Api, app: Any
-) -> None:
+async def test_a_post_whose_filing_never_landed_heals_when_its_author_retries(api: Api, app: Any) -> None:
     """The state after a publish whose slug claim and count landed but whose
     filing batch did not (the client got UNAVAILABLE): readable by slug, absent
     from every list. The author's retry files it, without counting it twice."""

@@ -75,9 +75,7 @@ async def _spread_over_buckets(count: int, make: Any, pause: float = 0.45) -> li
     return made
 
 
-async def test_pages_cross_time_buckets_without_gap_or_repeat(
-    make_server: Any, base_settings: Any
-) -> None:
+async def test_pages_cross_time_buckets_without_gap_or_repeat(make_server: Any, base_settings: Any) -> None:
     """With 1-second buckets a tag, "all posts" and a thread each span several
     partitions; paging walks them through the bucket index seamlessly.
 
@@ -90,9 +88,7 @@ async def test_pages_cross_time_buckets_without_gap_or_repeat(
     from gateway.server.app import SERVICES
 
     keyspace = f"{base_settings.keyspace}_b"
-    small, small_app = await make_server(
-        keyspace=keyspace, blog_post_bucket="1s", blog_comment_bucket="1s"
-    )
+    small, small_app = await make_server(keyspace=keyspace, blog_post_bucket="1s", blog_comment_bucket="1s")
     db = small_app[SERVICES].db
     try:
         await _walk_buckets(small, db)

@@ -85,4 +85,3 @@ async def all_pages(api: Api, query: str, variables: dict[str, Any], path: list[
             return seen
         after = connection["pageInfo"]["endCursor"]
         assert after is not None
-

@@ -26,8 +26,10 @@ async def raw_post(
     if accept_encoding is not None:
         headers["Accept-Encoding"] = accept_encoding
     # Without skipping it, aiohttp's client would send its own Accept-Encoding.
-    async with aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=["Accept-Encoding"]) as http, \
-            http.post(api.url, json=body, headers=headers) as response:
+    async with (
+        aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=["Accept-Encoding"]) as http,
+        http.post(api.url, json=body, headers=headers) as response,
+    ):
         assert response.status == 200
         return dict(response.headers), await response.read()
 
@@ -81,9 +83,10 @@ async def test_attachment_downloads_are_sent_as_stored(api: Api) -> None:
     assert not response.errors, response.errors
     [attachment] = response.data["sendEmail"]["attachments"]
     headers = {"Authorization": f"Bearer {bob.token}", "Accept-Encoding": "gzip, br"}
-    async with aiohttp.ClientSession(auto_decompress=False) as http, http.get(
-        attachment["url"], headers=headers
-    ) as download:
+    async with (
+        aiohttp.ClientSession(auto_decompress=False) as http,
+        http.get(attachment["url"], headers=headers) as download,
+    ):
         assert download.status == 200
         assert "Content-Encoding" not in download.headers
         assert await download.read() == content

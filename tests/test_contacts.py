@@ -150,9 +150,7 @@ async def test_linking_is_idempotent_and_completes_an_interrupted_link(
     # A link that died right after winning its claim: the owners row is there
     # (written, as always, with IF NOT EXISTS), nothing else is.
     directory_settings = app[SERVICES].settings
-    digest = identity_hash(
-        directory_settings.contacts_identity_pepper.encode(), Identity("tel", e164(phone))
-    )
+    digest = identity_hash(directory_settings.contacts_identity_pepper.encode(), Identity("tel", e164(phone)))
     db = app[SERVICES].db
     inserted = await db.execute(
         "INSERT INTO identity_owners (identity_hash, network, login, linked_at)"
@@ -421,9 +419,7 @@ async def test_identity_tables_hold_hashes_not_numbers(
     await linked(api, codes, owner.token, "tel", phone)
     await upload(api, uploader.token, "tel", [{"networkId": phone, "name": "Private"}])
     settings = app[SERVICES].settings
-    digest = identity_hash(
-        settings.contacts_identity_pepper.encode(), Identity("tel", e164(phone))
-    )
+    digest = identity_hash(settings.contacts_identity_pepper.encode(), Identity("tel", e164(phone)))
     db = app[SERVICES].db
     claim = (await db.execute("SELECT * FROM identity_owners WHERE identity_hash = ?", (digest,))).one()
     assert claim is not None and claim["login"] == owner.login

@@ -151,9 +151,7 @@ def test_identity_hash_is_keyed_and_network_scoped() -> None:
     tel = Identity("tel", "+447912345678")
     assert identity_hash(b"pepper", tel) == identity_hash(b"pepper", tel)
     assert identity_hash(b"pepper", tel) != identity_hash(b"other", tel)
-    assert identity_hash(b"pepper", tel) != identity_hash(
-        b"pepper", Identity("fb", "447912345678")
-    )
+    assert identity_hash(b"pepper", tel) != identity_hash(b"pepper", Identity("fb", "447912345678"))
     assert len(identity_hash(b"pepper", tel)) == 32
 
 

@@ -17,8 +17,10 @@ from tests.js_runner import run_node
 async def test_graphiql_runs_a_query_shows_the_docs_and_receives_a_subscription(api: Api) -> None:
     chromium = shutil.which("chromium")
     if chromium is None:
-        pytest.fail("chromium is not installed: scripts/test installs Debian's chromium when root, "
-                    "otherwise `apt-get install chromium`")
+        pytest.fail(
+            "chromium is not installed: scripts/test installs Debian's chromium when root, "
+            "otherwise `apt-get install chromium`"
+        )
     viewer = await api.sign_up("graphiqla", firstname="Grace")
     sender = await api.sign_up("graphiqlb")
     config = {
@@ -30,8 +32,10 @@ async def test_graphiql_runs_a_query_shows_the_docs_and_receives_a_subscription(
     }
     started = time.monotonic()
     report = await run_node("graphiql.mjs", json.dumps(config), needs="playwright-core")
-    print(f"GraphiQL in Chromium: {time.monotonic() - started:.1f}s, {len(report['requests'])} requests; "
-          f"{json.dumps(report)[:3000]}")
+    print(
+        f"GraphiQL in Chromium: {time.monotonic() - started:.1f}s, {len(report['requests'])} requests; "
+        f"{json.dumps(report)[:3000]}"
+    )
 
     steps = report["steps"]
     assert steps["headers"]["typed"] is True

@@ -20,9 +20,10 @@ async def post(api: Api, body: dict[str, Any], accept: str | None) -> tuple[int,
 
 
 async def get(api: Api, query: str, accept: str) -> tuple[int, str, dict[str, Any]]:
-    async with aiohttp.ClientSession() as http, http.get(
-        api.url, params={"query": query}, headers={"Accept": accept}
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(api.url, params={"query": query}, headers={"Accept": accept}) as response,
+    ):
         return response.status, response.content_type, await response.json(content_type=None)
 
 

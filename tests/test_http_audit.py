@@ -22,8 +22,12 @@ async def test_graphql_http_audit_passes_every_check(api: Api) -> None:
     if not (JS / "node_modules" / "graphql-http").is_dir():
         pytest.fail("tests/js has no node_modules: run the suite with scripts/test, which runs npm ci there")
     process = await asyncio.create_subprocess_exec(
-        node, str(JS / "audit.mjs"), api.url,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=JS,
+        node,
+        str(JS / "audit.mjs"),
+        api.url,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=JS,
     )
     stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=120)
     assert process.returncode == 0, stderr.decode()

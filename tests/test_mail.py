@@ -90,9 +90,7 @@ async def test_send_inbox_sent_read_flow_with_exact_counts(api: Api) -> None:
 
     as_bob = (await api.ok(EMAIL, {"id": sent["id"]}, token=bob.token))["me"]["email"]
     assert (as_bob["body"], as_bob["read"], as_bob["folder"]) == ("At noon.", False, "inbox")
-    assert (await api.ok(EMAIL, {"id": sent["id"]}, token=alice.token))["me"]["email"][
-        "folder"
-    ] == "sent"
+    assert (await api.ok(EMAIL, {"id": sent["id"]}, token=alice.token))["me"]["email"]["folder"] == "sent"
 
     marked = await api.ok(MARK, {"id": sent["id"]}, token=bob.token)
     assert marked["markEmailRead"] == {"id": sent["id"], "read": True, "folder": "inbox"}
@@ -121,9 +119,7 @@ async def test_marking_read_many_times_at_once_moves_the_counter_once(api: Api) 
     assert (await unread_counts(api, bob))["inbox"] == 2
 
     # Read and unread racing: whatever order they apply in, the count matches the final flag.
-    flips = [
-        api.call(MARK, {"id": emails[1]["id"], "read": i % 2 == 0}, token=bob.token) for i in range(10)
-    ]
+    flips = [api.call(MARK, {"id": emails[1]["id"], "read": i % 2 == 0}, token=bob.token) for i in range(10)]
     assert all(not r.errors for r in await asyncio.gather(*flips))
     final = (await api.ok(EMAIL, {"id": emails[1]["id"]}, token=bob.token))["me"]["email"]["read"]
     assert (await unread_counts(api, bob))["inbox"] == (1 if final else 2)
@@ -167,9 +163,7 @@ async def test_move_between_folders_takes_the_unread_count_along(api: Api) -> No
     bad = await api.error(MOVE, {"id": read["id"], "from": "work", "to": "No Way"}, token=bob.token)
     assert bad["extensions"] == {"code": "BAD_USER_INPUT", "field": "to"}
     # The sender's copy never moved.
-    assert (await api.ok(EMAIL, {"id": unread["id"]}, token=alice.token))["me"]["email"][
-        "folder"
-    ] == "sent"
+    assert (await api.ok(EMAIL, {"id": unread["id"]}, token=alice.token))["me"]["email"]["folder"] == "sent"
 
 
 async def test_concurrent_moves_of_one_email_apply_once(api: Api) -> None:
@@ -228,9 +222,7 @@ async def test_send_validation_names_the_field(api: Api) -> None:
         error = await api.error(SEND, variables, token=alice.token)
         assert error["extensions"] == {"code": "BAD_USER_INPUT", "field": field}, (field, error)
 
-    unknown = await api.error(
-        SEND, email_input([bob.login, "ghost-one", "ghost-two"]), token=alice.token
-    )
+    unknown = await api.error(SEND, email_input([bob.login, "ghost-one", "ghost-two"]), token=alice.token)
     assert unknown["extensions"] == {"code": "BAD_USER_INPUT", "field": "to"}
     assert "ghost-one" in unknown["message"] and "ghost-two" in unknown["message"]
     assert bob.login not in unknown["message"]

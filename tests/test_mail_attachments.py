@@ -17,9 +17,7 @@ from tests.client import Account, Api
 from tests.mail_helpers import EMAIL, FOLDER, folder_ids, send_files, unread_counts
 
 
-async def download(
-    api: Api, path: str, account: Account | None
-) -> tuple[int, dict[str, str], bytes]:
+async def download(api: Api, path: str, account: Account | None) -> tuple[int, dict[str, str], bytes]:
     """GET a path with the account's bearer token (any signature in the query is dropped)."""
     headers = {"Authorization": f"Bearer {account.token}"} if account else {}
     url = api.base_url + urlsplit(path).path

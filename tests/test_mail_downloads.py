@@ -29,9 +29,7 @@ WITH_EXPIRY = EMAIL.replace("url", "url urlExpiresAt")
 Answer = tuple[int, CIMultiDict[str], bytes]
 
 
-async def fetch(
-    url: str, account: Account | None = None, method: str = "GET", **headers: str
-) -> Answer:
+async def fetch(url: str, account: Account | None = None, method: str = "GET", **headers: str) -> Answer:
     if account is not None:
         headers["Authorization"] = f"Bearer {account.token}"
     async with aiohttp.ClientSession() as http, http.request(method, url, headers=headers) as response:
@@ -217,7 +215,9 @@ async def test_a_signed_link_works_without_a_header_until_it_expires(
     short, _ = await make_server(download_url_ttl_seconds=3, public_url="https://files.example.com/mail")
     shown = await short.ok(WITH_EXPIRY, {"id": shared["email"]["id"]}, token=bob.token)
     [attachment] = shown["me"]["email"]["attachments"]
-    assert attachment["url"].startswith(f"https://files.example.com/mail/attachments/{shared['email']['id']}/")
+    assert attachment["url"].startswith(
+        f"https://files.example.com/mail/attachments/{shared['email']['id']}/"
+    )
     # As a reverse proxy that serves the gateway under /mail would pass it on.
     local = attachment["url"].replace("https://files.example.com/mail", short.base_url)
     assert (await fetch(local, Range="bytes=0-9"))[2] == content[:10]

@@ -114,8 +114,12 @@ async def test_send_read_main_view_round_trip(api: Api) -> None:
     assert contents == ["Ping", "Are you there?", "Hello Bob!"]
 
     read = (await api.ok(MARK_READ, {"with": alice.login}, token=bob.token))["markConversationRead"]
-    assert read == {"partner": {"login": alice.login}, "unreadCount": 0, "unreadSince": None,
-                    "lastMessage": "Ping"}
+    assert read == {
+        "partner": {"login": alice.login},
+        "unreadCount": 0,
+        "unreadSince": None,
+        "lastMessage": "Ping",
+    }
     bobs = await partner_view(api, bob, alice.login)
     assert (bobs["unreadCount"], bobs["unreadSince"]) == (0, None)
 
@@ -144,7 +148,10 @@ async def test_conversation_with_someone_never_talked_to_is_empty(api: Api) -> N
     assert await partners(api, alice) == []
     read = (await api.ok(MARK_READ, {"with": bob.login}, token=alice.token))["markConversationRead"]
     assert read == {
-        "partner": {"login": bob.login}, "unreadCount": 0, "unreadSince": None, "lastMessage": None
+        "partner": {"login": bob.login},
+        "unreadCount": 0,
+        "unreadSince": None,
+        "lastMessage": None,
     }
 
 
@@ -239,9 +246,7 @@ async def test_a_send_that_failed_after_counting_heals_on_retry(api: Api, app: w
     bob = await api.sign_up("bob")
     lost_id = new_timeuuid()
     store = store_of(app)
-    counted = await store.unread.count_received(
-        bob.login, alice.login, lost_id, time_of(lost_id), "outbox-9"
-    )
+    counted = await store.unread.count_received(bob.login, alice.login, lost_id, time_of(lost_id), "outbox-9")
     assert counted.counted_now
     assert await all_message_ids(api, bob, alice.login) == []
 

@@ -95,11 +95,8 @@ async def test_sends_racing_mark_reads_lose_nothing_and_never_go_negative(
     assert unread_of(await partners(api, reader)) == {s.login: 0 for s in senders}
     assert all(p["unreadSince"] is None for p in await partners(api, reader))
     k = {senders[0].login: 7, senders[1].login: 13, senders[2].login: 21}
-    more = await asyncio.gather(
-        *(send_call(s, n) for s in senders for n in range(k[s.login]))
-    )
+    more = await asyncio.gather(*(send_call(s, n) for s in senders for n in range(k[s.login])))
     assert [r.errors for r in more if r.errors] == []
     view = await partners(api, reader)
     assert unread_of(view) == k
     assert all(p["unreadSince"] is not None for p in view)
-

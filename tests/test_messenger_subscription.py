@@ -58,9 +58,7 @@ async def listening(api: Api, app: web.Application, *accounts: Account) -> Async
     tasks = [asyncio.create_task(run(listener)) for listener in listeners]
     try:
         async with asyncio.timeout(EVENT_TIMEOUT):
-            while any(
-                pubsub.subscriber_count(c) < baseline[c] + n for c, n in expected.items()
-            ):
+            while any(pubsub.subscriber_count(c) < baseline[c] + n for c, n in expected.items()):
                 for task in tasks:
                     if task.done():
                         task.result()

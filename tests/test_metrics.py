@@ -33,7 +33,7 @@ from tests.test_messenger import SEND
 __all__ = ["private_redis"]
 
 ME = "query Me { me { user { login } } }"
-BAD_SEND = "mutation BadSend { sendMessage(to: \"\", content: \"hi\") { id } }"
+BAD_SEND = 'mutation BadSend { sendMessage(to: "", content: "hi") { id } }'
 INBOX = "subscription Inbox { messageReceived { id } }"
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -186,7 +186,7 @@ async def test_each_operation_writes_one_json_access_line(api: Api) -> None:
     with access_lines() as lines:
         response = await api.call(ME, token=account.token)
         failed = await api.call(BAD_SEND, token=account.token)
-        anonymous = await api.call("{ user(login: \"nobody-x\") { login } }")
+        anonymous = await api.call('{ user(login: "nobody-x") { login } }')
     assert response.errors == [] and failed.codes == ["BAD_USER_INPUT"] and anonymous.errors == []
 
     assert [line["operation"] for line in lines] == ["Me", "BadSend", None]

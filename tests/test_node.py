@@ -31,8 +31,11 @@ query($id: ID!) {
 def test_every_entity_has_an_id_and_the_keyed_ones_are_nodes() -> None:
     schema = build_schema()._schema
     entities = [
-        t for name, t in schema.type_map.items()
-        if isinstance(t, GraphQLObjectType) and not name.startswith("__") and name not in NOT_ENTITIES
+        t
+        for name, t in schema.type_map.items()
+        if isinstance(t, GraphQLObjectType)
+        and not name.startswith("__")
+        and name not in NOT_ENTITIES
         and not name.endswith(("Connection", "Edge"))
     ]
     assert len(entities) >= 15
@@ -77,9 +80,13 @@ async def test_node_fetches_each_node_type_by_the_id_it_carries(api: Api) -> Non
         node = (await api.ok(NODE, {"id": node_id}, token=alice.token))["node"]
         assert node is not None, type_name
         assert node["__typename"] == type_name and node["id"] == node_id
-        shown = node.get("login") or node.get("name") or node.get("slug") or node.get("label") or (
-            node.get("user") or node.get("partner") or {}
-        ).get("login")
+        shown = (
+            node.get("login")
+            or node.get("name")
+            or node.get("slug")
+            or node.get("label")
+            or (node.get("user") or node.get("partner") or {}).get("login")
+        )
         assert shown == key
         assert base64.b64decode(node_id).decode().startswith(f"{type_name}:")
 

@@ -217,7 +217,6 @@ class EdgeQuery:
     def clean_boxes(self) -> list[Box]:
         return [_box(0), _box(1)]
 
-
     @strawberry.field
     def items(self) -> list[Item | None]:
         return list[Item | None](_items())

@@ -36,9 +36,9 @@ USER_ROOMS = """query($l: String!, $first: Int, $after: String) {
 COUNT = "query($n: String!) { room(name: $n) { participantCount } }"
 
 
-async def _pages(api: Api, query: str, variables: dict[str, Any], path: tuple[str, str], first: int) -> list[
-    list[str]
-]:
+async def _pages(
+    api: Api, query: str, variables: dict[str, Any], path: tuple[str, str], first: int
+) -> list[list[str]]:
     """Every page of a connection, as the node keys of each page, following endCursor."""
     pages: list[list[str]] = []
     after = None

@@ -35,10 +35,6 @@ def _known(value: Any) -> Any:
     return NOT_READ if value is None else value
 
 
-
-
-
-
 @strawberry.type(description="A comment on a post. The commenter's email is stored, never shown.")
 class Comment:
     """Fields are read from the stored comment when the query selects them, and resolve

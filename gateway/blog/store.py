@@ -24,6 +24,7 @@ from gateway.settings import Settings
 #: tag (tags are ``[a-z0-9-]``), so no real tag can collide with it.
 ALL_POSTS = "*"
 
+
 @dataclass(frozen=True)
 class PostDraft:
     """A post as its author submits it (already validated)."""

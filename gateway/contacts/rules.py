@@ -95,7 +95,6 @@ def normalise(network_name: str, value: str, field: str, default_country_code: s
     raise AssertionError(f"unknown network {network_name!r}")
 
 
-
 def address_book(
     network_name: str, contacts: Sequence[UploadedContact], default_country_code: str = ""
 ) -> list[UploadedContact]:

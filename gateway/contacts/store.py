@@ -312,9 +312,7 @@ class ContactStore:
             (owner, discovered_at, login, network, identity_hash),
         )
 
-    async def forget_discovery(
-        self, login: str, network: str, identity_hash: bytes, timestamp: int
-    ) -> None:
+    async def forget_discovery(self, login: str, network: str, identity_hash: bytes, timestamp: int) -> None:
         """Clear a book row's owner, written at ``timestamp`` (µs): any later discovery wins."""
         await self.db.execute(
             "UPDATE contact_books USING TIMESTAMP ? SET owner = null, discovered_at = null"

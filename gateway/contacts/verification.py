@@ -121,8 +121,14 @@ class VerificationStore:
             result = await self.db.execute(
                 f"UPDATE identity_verifications USING TTL ? SET {assignments}"
                 f" WHERE {_KEY} IF wrong_codes = ? AND code_hash = ?",
-                (guessed.seconds_left(), *params, login, identity_hash, guessed.wrong_codes,
-                 guessed.code_hash),
+                (
+                    guessed.seconds_left(),
+                    *params,
+                    login,
+                    identity_hash,
+                    guessed.wrong_codes,
+                    guessed.code_hash,
+                ),
             )
             if result.applied:
                 return wrong

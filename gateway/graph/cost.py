@@ -376,6 +376,7 @@ def analyse(
         variables=frozenset(read),
     )
 
+
 class _OverBudget(Exception):
     """The introspection being counted costs more than the budget; counting stops."""
 

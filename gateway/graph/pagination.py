@@ -139,4 +139,3 @@ def page_size(info: Info | None, first: int | None, default: int) -> int:
             )
         context.nodes_requested = spent
     return size
-

@@ -15,8 +15,12 @@ def text(value: str, field: str, *, min_len: int = 1, max_len: int, trim: bool =
     """``value`` trimmed, between ``min_len`` and ``max_len`` characters."""
     result = value.strip() if trim else value
     if len(result) < min_len:
-        raise BadUserInput(field, f"`{field}` must not be empty." if min_len == 1 else
-                           f"`{field}` must be at least {min_len} characters.")
+        raise BadUserInput(
+            field,
+            f"`{field}` must not be empty."
+            if min_len == 1
+            else f"`{field}` must be at least {min_len} characters.",
+        )
     if len(result) > max_len:
         raise BadUserInput(field, f"`{field}` must be at most {max_len} characters.")
     return result

@@ -23,7 +23,9 @@ BODY_MAX = 100_000
 
 def label(value: str, field: str) -> str:
     return validation.pattern(
-        value.strip().lower(), field, LABEL,
+        value.strip().lower(),
+        field,
+        LABEL,
         "must be 1-30 characters: a letter or digit, then letters, digits, '_' or '-'.",
     )
 

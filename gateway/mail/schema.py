@@ -98,11 +98,6 @@ class Attachment:
         )
 
 
-
-
-
-
-
 @strawberry.type(description="An email as a folder lists it.")
 class EmailSummary:
     """Fields are read from the folder's row when the query selects them, and resolve on
@@ -174,8 +169,10 @@ class Folder(Node):
         position = decode_position(after)
         if size == 0:
             return Connection.empty()
-        page = await context_of(info).store(MailStore).folder_page(
-            self._login, self.label, first=size, after=position
+        page = (
+            await context_of(info)
+            .store(MailStore)
+            .folder_page(self._login, self.label, first=size, after=position)
         )
         senders = None
         if selects(info, "from"):
@@ -283,14 +280,10 @@ class MailMutation:
         await context.rate_limit(Limit.SEND, login)
         if uploads:
             await context.rate_limit(Limit.UPLOAD, login)
-        email, placement = await service(context).send(
-            login, recipients, subject, body, uploads, client_key
-        )
+        email, placement = await service(context).send(login, recipients, subject, body, uploads, client_key)
         return Email.of(email, placement)
 
-    @strawberry.mutation(
-        description="Mark an email read (or unread with read: false; null counts as true)."
-    )
+    @strawberry.mutation(description="Mark an email read (or unread with read: false; null counts as true).")
     async def mark_email_read(self, info: Info, id: strawberry.ID, read: bool | None = True) -> Email:
         context = context_of(info)
         login = await context.require_viewer()

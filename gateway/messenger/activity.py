@@ -50,17 +50,13 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NAIVE_EPOCH = _EPOCH.replace(tzinfo=None)
 _MILLISECOND = timedelta(milliseconds=1)
 
-INSERT_ROW = (
-    "INSERT INTO talk_partners_by_activity (owner, slot, partner) VALUES (?, ?, ?) USING TIMESTAMP ?"
-)
+INSERT_ROW = "INSERT INTO talk_partners_by_activity (owner, slot, partner) VALUES (?, ?, ?) USING TIMESTAMP ?"
 DELETE_ROW = (
-    "DELETE FROM talk_partners_by_activity USING TIMESTAMP ?"
-    " WHERE owner = ? AND slot = ? AND partner = ?"
+    "DELETE FROM talk_partners_by_activity USING TIMESTAMP ? WHERE owner = ? AND slot = ? AND partner = ?"
 )
 _SLICE_FROM_TOP = "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? LIMIT ?"
 _SLICE_AFTER = (
-    "SELECT slot, partner FROM talk_partners_by_activity"
-    " WHERE owner = ? AND (slot, partner) < (?, ?) LIMIT ?"
+    "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND (slot, partner) < (?, ?) LIMIT ?"
 )
 
 
@@ -121,9 +117,7 @@ class ActivityIndex:
 
     # -- writes -----------------------------------------------------------
 
-    def move(
-        self, a: str, b: str, message_id: UUID, previous: UUID | None
-    ) -> list[tuple[str, Params]]:
+    def move(self, a: str, b: str, message_id: UUID, previous: UUID | None) -> list[tuple[str, Params]]:
         """The writes that put the pair (a, b) at ``message_id``'s slot on both sides.
 
         Nothing when ``previous`` (the pair's last message before this one) is

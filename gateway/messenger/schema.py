@@ -36,13 +36,12 @@ from gateway.users.schema import (
 MESSAGES_PAGE = 50
 TALK_PARTNERS_PAGE = 50
 
+
 def service(context: Context) -> MessengerService:
     return MessengerService(context.store(MessengerStore), context.pubsub)
 
 
 WithArgument = Annotated[str, strawberry.argument(name="with", description="The other user's login.")]
-
-
 
 
 def _key_for(message: DirectMessage, viewer: str | None) -> str | None:
@@ -169,8 +168,10 @@ class Conversation:
     ) -> Connection[DirectMessage]:
         size = page_size(info, first, MESSAGES_PAGE)
         position = decode_position(after)
-        page = await context_of(info).store(MessengerStore).messages_page(
-            str(self.id), first=size, after=position
+        page = (
+            await context_of(info)
+            .store(MessengerStore)
+            .messages_page(str(self.id), first=size, after=position)
         )
         # Who is asking, once for the page, when its messages show their senders' keys.
         viewer = await context_of(info).viewer() if page.items and selects(info, "clientMessageId") else None
@@ -283,8 +284,10 @@ class MessengerMe:
         self, info: Info, first: int | None = TALK_PARTNERS_PAGE, after: str | None = None
     ) -> Connection[TalkPartner]:
         size = page_size(info, first, TALK_PARTNERS_PAGE)
-        page = await context_of(info).store(MessengerStore).partners_page(
-            self.login, first=size, after=spot_position(after)
+        page = (
+            await context_of(info)
+            .store(MessengerStore)
+            .partners_page(self.login, first=size, after=spot_position(after))
         )
         edges = edges_by_recency(page)
         nodes = await TalkPartner.list_of(info, [record for _, record in edges])

@@ -157,24 +157,15 @@ class Room(Node):
         viewer = await context.require_viewer()
         if not await context.store(MemberStore).is_participant(self._record.id, viewer):
             raise Forbidden(f"Join '{self.name}' to read its messages.")
-        page = await context.store(RoomHistory).page(
-            self.name, self._record.id, first=size, after=position
-        )
+        page = await context.store(RoomHistory).page(self.name, self._record.id, first=size, after=position)
         authors = None
         if selects(info, "author"):
             authors = await users_by_login(info, (m.author_login for _, m in page.items if m.author_login))
         room = Room.of(self._record)
         return Connection.of(
-            [
-                (position_cursor(pos), RoomMessage.of(message, room, authors))
-                for pos, message in page.items
-            ],
+            [(position_cursor(pos), RoomMessage.of(message, room, authors)) for pos, message in page.items],
             page.has_next,
         )
-
-
-
-
 
 
 @strawberry.type(description="A message in a room; system messages (joins, leaves) have no author.")

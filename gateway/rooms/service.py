@@ -123,8 +123,11 @@ class RoomService:
                 self.members.rooms_of_count(login, self.max_rooms + 1),
                 self.rooms.get(room.name),
             )
-            if current is not None and current.id == room.id and count <= self.max_participants and (
-                rooms_of_user <= self.max_rooms
+            if (
+                current is not None
+                and current.id == room.id
+                and count <= self.max_participants
+                and (rooms_of_user <= self.max_rooms)
             ):
                 return True
             await self._withdraw(membership)

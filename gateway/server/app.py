@@ -167,14 +167,16 @@ async def readyz(request: web.Request) -> web.Response:
         return web.json_response(
             {"status": "unavailable", "cassandra": "unreachable", "broker": broker}, status=503
         )
-    return web.json_response({
-        "status": "ready",
-        "cassandra": "ok",
-        "keyspace": db.keyspace,
-        "broker": broker,
-        "inFlight": drain.in_flight,
-        "pid": os.getpid(),
-    })
+    return web.json_response(
+        {
+            "status": "ready",
+            "cassandra": "ok",
+            "keyspace": db.keyspace,
+            "broker": broker,
+            "inFlight": drain.in_flight,
+            "pid": os.getpid(),
+        }
+    )
 
 
 def create_app(

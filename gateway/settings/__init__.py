@@ -257,9 +257,7 @@ class Settings:
             username=os.environ.get("CASSANDRA_USERNAME") or None,
             password=os.environ.get("CASSANDRA_PASSWORD") or None,
             local_dc=os.environ.get("CASSANDRA_LOCAL_DC") or None,
-            replication=_env(
-                "CASSANDRA_REPLICATION", cls.replication if not points else "datacenter1:3"
-            ),
+            replication=_env("CASSANDRA_REPLICATION", cls.replication if not points else "datacenter1:3"),
             request_timeout=_env_float("CASSANDRA_REQUEST_TIMEOUT", cls.request_timeout),
             connect_timeout=_env_float("CASSANDRA_CONNECT_TIMEOUT", cls.connect_timeout),
             consistency=_env("CASSANDRA_CONSISTENCY", cls.consistency).upper(),
@@ -442,10 +440,12 @@ class Settings:
         simple = re.fullmatch(r"SimpleStrategy(:[1-9][0-9]*)?", replication)
         topology = re.fullmatch(r"[A-Za-z0-9_.-]+:[0-9]+(,\s*[A-Za-z0-9_.-]+:[0-9]+)*", replication)
         if not (simple or topology):
-            problems.append((
-                "CASSANDRA_REPLICATION",
-                f"CASSANDRA_REPLICATION must be 'SimpleStrategy:N' or 'dc1:3,dc2:3', got {replication!r}",
-            ))
+            problems.append(
+                (
+                    "CASSANDRA_REPLICATION",
+                    f"CASSANDRA_REPLICATION must be 'SimpleStrategy:N' or 'dc1:3,dc2:3', got {replication!r}",
+                )
+            )
         if not re.fullmatch(r"[a-zA-Z][a-zA-Z0-9_]{0,47}", self.keyspace):
             problems.append(
                 ("CASSANDRA_KEYSPACE", f"CASSANDRA_KEYSPACE is not a valid keyspace name: {self.keyspace!r}")
@@ -472,11 +472,13 @@ class Settings:
             problems.append(("GATEWAY_TRUSTED_PROXIES", f"GATEWAY_TRUSTED_PROXIES: {exc}"))
         if not self.embedded and self.contacts_identity_pepper == Settings.contacts_identity_pepper:
             name = "CONTACTS_IDENTITY_PEPPER"
-            problems.append((
-                name,
-                f"{name} must be set to a secret of your own on a real cluster (CASSANDRA_CONTACT_POINTS "
-                "is set): with the public default, identity hashes are reversed by trying every number",
-            ))
+            problems.append(
+                (
+                    name,
+                    f"{name} must be set to a secret of your own on a real cluster (CASSANDRA_CONTACT_POINTS "
+                    "is set): with the public default, identity hashes are reversed by trying every number",
+                )
+            )
         if problems:
             raise SettingsError(problems[0][0], "; ".join(message for _, message in problems))
         return self
@@ -492,4 +494,3 @@ class Settings:
         elif not self.url_signing_secret and not self.embedded:
             problems.append((name, f"{name} must be set with CASSANDRA_CONTACT_POINTS (gateways share it)"))
         return problems
-

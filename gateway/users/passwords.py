@@ -29,8 +29,9 @@ async def verify_password(settings: Settings, password_hash: str | None, passwor
     """True when ``password`` matches. With no hash (unknown login) a dummy hash is
     verified anyway, so both failures take the same time."""
     ph = hasher(settings)
-    target = password_hash or _dummy_hash(settings.argon2_time_cost, settings.argon2_memory_cost_kib,
-                                          settings.argon2_parallelism)
+    target = password_hash or _dummy_hash(
+        settings.argon2_time_cost, settings.argon2_memory_cost_kib, settings.argon2_parallelism
+    )
 
     def check() -> bool:
         try:

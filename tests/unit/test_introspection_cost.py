@@ -83,8 +83,11 @@ def test_counting_stops_once_past_the_budget() -> None:
     """Past the budget the walk reports a cost over it without counting the rest: each
     later alias counts as one field. Aliases that differ deep inside share nothing."""
     aliased = parse(
-        "{ " + " ".join(f"a{n}: {FIELDS.replace('args { name', 'args { name ' + 'description ' * n)}"
-        for n in range(10)) + " }"
+        "{ "
+        + " ".join(
+            f"a{n}: {FIELDS.replace('args { name', 'args { name ' + 'description ' * n)}" for n in range(10)
+        )
+        + " }"
     )
     exact = analyse(SCHEMA, aliased).cost
     for budget in (100, 5000):
@@ -112,7 +115,7 @@ async def test_introspection_is_resolved_on_a_worker_thread_and_other_fields_on_
             threads[info.field_name] = threading.get_ident()
         return next_(root, info, **args)
 
-    document = parse("{ __typename __schema { queryType { name } } t: __type(name: \"User\") { name } }")
+    document = parse('{ __typename __schema { queryType { name } } t: __type(name: "User") { name } }')
     result = execute(SCHEMA, document, executor_class=PlainFieldsExecutor, middleware=[record])
     assert not isinstance(result, ExecutionResult), "introspection is awaited, off the loop"
     answered = await result

@@ -73,8 +73,10 @@ class Timeline:
         base = datetime(2026, 1, 1, tzinfo=UTC)
         self.items: dict[int, list[UUID]] = {}
         for bucket, count in buckets.items():
-            ids = [clock.new_timeuuid(int((base + timedelta(hours=bucket, seconds=n)).timestamp() * 1e9))
-                   for n in range(count)]
+            ids = [
+                clock.new_timeuuid(int((base + timedelta(hours=bucket, seconds=n)).timestamp() * 1e9))
+                for n in range(count)
+            ]
             self.items[bucket] = sorted(ids, key=clock.time_of, reverse=True)
         self.index = sorted((b for b, n in buckets.items() if n), reverse=True)
         self.reads: list[tuple[str, int | None]] = []
