@@ -97,6 +97,8 @@ def decode_cursor(cursor: str | None, field: str = "after") -> dict[str, Any] | 
 
 
 _POSITION = struct.Struct(">q16s")
+#: Buckets are positive and fit the 32-bit ``int`` column of most bucketed tables.
+MAX_BUCKET = 2**31 - 1
 
 
 def position_cursor(position: Position) -> str:
@@ -117,8 +119,9 @@ def decode_position(cursor: str | None, field: str = "after") -> Position | None
         position = Position(bucket=bucket, item_id=UUID(bytes=item))
     except (binascii.Error, ValueError, UnicodeEncodeError, struct.error) as exc:
         raise BadUserInput(field, "Invalid cursor.") from exc
-    if position.item_id.version != 1:
-        # Cassandra compares timeuuids only with timeuuids.
+    if position.item_id.version != 1 or not 0 <= position.bucket <= MAX_BUCKET:
+        # Cassandra compares timeuuids only with timeuuids, and a bucket past the column's
+        # 32 bits would fail in the driver.
         raise BadUserInput(field, "Invalid cursor.")
     return position
 

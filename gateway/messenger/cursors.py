@@ -19,6 +19,8 @@ from gateway.messenger.store import PartnerPage
 
 _SLOT = struct.Struct(">q")
 _LOGIN_MAX = 30
+#: A slot is milliseconds since the epoch, which a timestamp holds up to the year 9999.
+_SLOT_MAX = 253_402_300_799_999
 
 
 def spot_cursor(spot: Spot) -> str:
@@ -35,7 +37,7 @@ def spot_position(after: str | None) -> Spot | None:
         partner = raw[_SLOT.size :].decode()
     except (binascii.Error, UnicodeError, struct.error) as exc:
         raise BadUserInput("after", "Invalid cursor.") from exc
-    if not 0 < len(partner) <= _LOGIN_MAX or partner != partner.lower():
+    if not 0 < len(partner) <= _LOGIN_MAX or partner != partner.lower() or not 0 <= slot <= _SLOT_MAX:
         raise BadUserInput("after", "Invalid cursor.")
     return Spot(slot, partner)
 
