@@ -67,7 +67,10 @@ class Api:
         headers: dict[str, str] | None = None,
         upload_files: bool = False,
     ) -> Response:
-        transport = AIOHTTPTransport(url=self.url, headers={**self._headers(token), **(headers or {})})
+        preflight = {"GraphQL-Preflight": "1"} if upload_files else {}
+        transport = AIOHTTPTransport(
+            url=self.url, headers={**self._headers(token), **preflight, **(headers or {})}
+        )
         async with Client(transport=transport, execute_timeout=60) as session:
             try:
                 result = await session.execute(

@@ -43,7 +43,7 @@ async def post_parts(api: Api, parts: Iterable[Part], account: Account | None) -
         for chunk in encode(parts, boundary):
             yield chunk
 
-    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}", "GraphQL-Preflight": "1"}
     if account is not None:
         headers["Authorization"] = f"Bearer {account.token}"
     async with aiohttp.ClientSession() as http, http.post(api.url, data=body(), headers=headers) as response:
@@ -211,3 +211,36 @@ async def test_a_json_body_over_the_limit_is_413(api: Api) -> None:
         assert response.status == 413
         result = await response.json(content_type=None)
     assert codes(result) == ["BAD_REQUEST"] and "1048576" in result["errors"][0]["message"]
+
+
+async def test_a_file_part_with_malformed_headers_is_bad_request(api: Api, app: web.Application) -> None:
+    """Headers of a file part are read mid-stream, after the caller is known: an oversized,
+    a NUL-bearing or an endless header block is a coded 400, and nothing is stored."""
+    alice, bob = await api.sign_up("hdrs"), await api.sign_up("hdrsb")
+    lead = (
+        b'--b\r\nContent-Disposition: form-data; name="operations"\r\n\r\n'
+        + send_operations(bob.login)
+        + b'\r\n--b\r\nContent-Disposition: form-data; name="map"\r\n\r\n'
+        + ONE_FILE_MAP
+        + b"\r\n"
+    )
+    file_head = b'--b\r\nContent-Disposition: form-data; name="0"; filename="a"\r\n'
+    bodies = {
+        "a header over 8 KB": lead + file_head + b"X-Pad: " + b"y" * 100_000 + b"\r\n\r\nx\r\n--b--\r\n",
+        "20 000 headers": lead + file_head + b"X-Pad: y\r\n" * 20_000 + b"\r\nx\r\n--b--\r\n",
+        "a NUL in the disposition": lead
+        + b'--b\r\nContent-Disposition: form-data; name="0"; filename="a\x00b"\r\n\r\nx\r\n--b--\r\n',
+    }
+    headers = {
+        "Content-Type": "multipart/form-data; boundary=b",
+        "GraphQL-Preflight": "1",
+        "Authorization": f"Bearer {alice.token}",
+    }
+    before = await stored_chunks(app)
+    async with aiohttp.ClientSession() as http:
+        for name, body in bodies.items():
+            async with http.post(api.url, data=body, headers=headers) as response:
+                result = await response.json(content_type=None)
+                assert (response.status, codes(result)) == (400, ["BAD_REQUEST"]), (name, result)
+                assert "Unable to parse the request body" in result["errors"][0]["message"], name
+    assert await stored_chunks(app) == before

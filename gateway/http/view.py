@@ -13,9 +13,11 @@ over its limit, an unsupported content type) as a coded GraphQL error with its
 
 from __future__ import annotations
 
+from json import JSONDecodeError
 from typing import Any, TypeGuard, cast
 
 from aiohttp import hdrs, web
+from aiohttp.http_exceptions import HttpProcessingError
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from graphql import GraphQLError
 from strawberry.aiohttp.views import GraphQLView
@@ -37,6 +39,20 @@ from gateway.http.persisted import PersistedQueries
 from gateway.http.requests import RequestRefused, parse_request_json
 
 MEDIA_TYPE = web.ResponseKey("graphql_media_type", str)
+
+#: Headers any one of which a multipart request must carry: a browser sends none of them
+#: on a cross-site form post, and cannot add one without a CORS preflight (Apollo Server's
+#: CSRF prevention; apollo-upload-client sends ``Apollo-Require-Preflight``).
+PREFLIGHT_HEADERS = ("GraphQL-Preflight", "Apollo-Require-Preflight", "X-Apollo-Operation-Name")
+MULTIPART_WITHOUT_PREFLIGHT = (
+    "A multipart request must carry a `GraphQL-Preflight: 1` (or `Apollo-Require-Preflight: true`) "
+    "header: without one a cross-site form could post it."
+)
+COMPRESSED_BODY = (
+    "Request bodies are read as sent: `Content-Encoding` {coding!r} is not accepted; send the body "
+    "uncompressed."
+)
+MALFORMED_BODY = "Unable to parse the request body: {detail}"
 
 SUBSCRIPTION_OVER_HTTP = (
     "Subscriptions are not served over plain HTTP: open a WebSocket on /graphql "
@@ -76,9 +92,14 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         try:
+            _screen(request)
             return await self.run(request=request)
         except HTTPException as exc:
             return refused_response(request, exc)
+        except HttpProcessingError as exc:
+            # A multipart body's part with an oversized or malformed header, read mid-stream.
+            detail = (exc.message or "malformed").strip().splitlines()[0][:200]
+            return refused_response(request, RequestRefused(400, MALFORMED_BODY.format(detail=detail)))
 
     def is_websocket_request(self, request: web.Request) -> TypeGuard[web.Request]:
         """Strawberry's check, asked twice per request, builds a ``WebSocketResponse``
@@ -90,6 +111,14 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
 
     def parse_json(self, data: str | bytes) -> Any:
         return parse_request_json(data)
+
+    def decode_json(self, data: str | bytes) -> object:
+        """WebSocket messages are read as HTTP bodies are (the same depth limit); one that
+        is not such JSON is a protocol error the handler answers (4400)."""
+        try:
+            return parse_request_json(data)
+        except HTTPException as exc:
+            raise JSONDecodeError(exc.reason, "", 0) from exc
 
     def encode_json(self, data: object) -> str:
         """Text (WebSocket frames are sent as text); HTTP responses take the bytes directly.
@@ -122,7 +151,7 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         if not self.allow_queries_via_get and method == "GET":
             allowed -= {OperationType.QUERY}
         try:
-            return await self.schema.execute(
+            result = await self.schema.execute(
                 query,
                 root_value=root_value,
                 variable_values=request_data.variables,
@@ -141,6 +170,9 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
             raise HTTPException(400, exc.as_http_error_reason()) from exc
         except MissingQueryError as exc:
             raise HTTPException(400, "No GraphQL query found in the request") from exc
+        if not is_request_error(result.data, result.errors):
+            await self.persisted_queries.remember(request_data.query, request_data.extensions)
+        return result
 
     async def process_result(self, request: web.Request, result: ExecutionResult) -> GraphQLHTTPResponse:
         response = await super().process_result(request, result)
@@ -188,3 +220,16 @@ def refused_response(request: web.Request, exc: HTTPException) -> web.Response:
         headers=headers,
         content_type=response_media_type(request.headers.get("Accept")),
     )
+
+
+def _screen(request: web.Request) -> None:
+    """Refuse, before anything is read, a compressed body (aiohttp would inflate it
+    without bound: a decompression bomb) and a multipart request no cross-site form
+    could be told apart from."""
+    coding = request.headers.get(hdrs.CONTENT_ENCODING, "").strip().lower()
+    if coding and coding != "identity":
+        raise RequestRefused(415, COMPRESSED_BODY.format(coding=coding))
+    if request.content_type == "multipart/form-data" and not any(
+        request.headers.get(name, "").strip() for name in PREFLIGHT_HEADERS
+    ):
+        raise RequestRefused(400, MULTIPART_WITHOUT_PREFLIGHT)

@@ -76,9 +76,12 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView[Context, None]):
     ) -> web.WebSocketResponse:
         """A socket that pings its peer every keep-alive interval and drops it when
         the pong does not come (both protocols; graphql-transport-ws has no server ping)."""
+        settings = self.services.settings
         response = web.WebSocketResponse(
             protocols=[subprotocol] if subprotocol else [],
-            heartbeat=self.services.settings.ws_keep_alive_seconds,
+            heartbeat=settings.ws_keep_alive_seconds,
+            # A message is held whole like a JSON body, so it has the same limit (close 1009).
+            max_msg_size=settings.max_json_bytes,
         )
         await response.prepare(request)
         request[UPGRADED] = True

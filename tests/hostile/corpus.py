@@ -38,6 +38,26 @@ def doubling_bomb(depth: int, leaf: str) -> str:
     return "query { ...F0 }\n" + "\n".join(fragments)
 
 
+#: Multipart requests carry a CSRF preflight header (the gateway refuses them without one).
+PREFLIGHT = {"GraphQL-Preflight": "1"}
+_UPLOAD = (
+    b'--b\r\nContent-Disposition: form-data; name="operations"\r\n\r\n'
+    b'{"query": "mutation($f: [Upload!]) { sendEmail(input: {to: [\\"nobody\\"], subject: \\"s\\",'
+    b' body: \\"b\\", attachments: $f}) { id } }", "variables": {"f": [null]}}\r\n'
+    b'--b\r\nContent-Disposition: form-data; name="map"\r\n\r\n{"0": ["variables.f.0"]}\r\n'
+)
+
+
+def file_part(headers: bytes) -> bytes:
+    """The upload above, then its file part with ``headers``."""
+    return (
+        _UPLOAD
+        + b'--b\r\nContent-Disposition: form-data; name="0"; filename="a"\r\n'
+        + headers
+        + (b"\r\nx\r\n--b--\r\n")
+    )
+
+
 def nested_list(depth: int) -> str:
     return "[" * depth + "]" * depth
 
@@ -119,6 +139,7 @@ CORPUS: list[Hostile] = [
         b'--b\r\nContent-Disposition: form-data; name="operations"\r\n\r\n{"query": "\xff\xfe"}\r\n'
         b'--b\r\nContent-Disposition: form-data; name="map"\r\n\r\n{}\r\n--b--\r\n',
         content_type="multipart/form-data; boundary=b",
+        headers=PREFLIGHT,
     ),
     Hostile("text/plain body", b'{"query": "{ __typename }"}', content_type="text/plain"),
     Hostile("XML body", b"<query>{ __typename }</query>", content_type="application/xml"),
@@ -142,16 +163,38 @@ CORPUS: list[Hostile] = [
         status=200,
         code="UNAUTHENTICATED",
     ),
-    Hostile("malformed multipart: no boundary", b"--x\r\n", content_type="multipart/form-data"),
+    Hostile(
+        "malformed multipart: no boundary", b"--x\r\n", content_type="multipart/form-data", headers=PREFLIGHT
+    ),
+    Hostile(
+        "multipart without a CSRF preflight header",
+        file_part(b""),
+        content_type="multipart/form-data; boundary=b",
+    ),
+    Hostile(
+        "gzip-encoded request body",
+        bytes.fromhex("1f8b08000000000000ffab56"),
+        headers={"Content-Encoding": "gzip"},
+        status=415,
+    ),
+    Hostile(
+        "gzip-encoded multipart body",
+        bytes.fromhex("1f8b08000000000000ffab56"),
+        content_type="multipart/form-data; boundary=b",
+        headers={**PREFLIGHT, "Content-Encoding": "gzip"},
+        status=415,
+    ),
     Hostile(
         "malformed multipart: truncated",
         b'--b\r\nContent-Disposition: form-data; name="operations"\r\n\r\n{',
         content_type="multipart/form-data; boundary=b",
+        headers=PREFLIGHT,
     ),
     Hostile(
         "malformed multipart: garbage",
         b"\x00\x01garbage" * 100,
         content_type="multipart/form-data; boundary=b",
+        headers=PREFLIGHT,
     ),
     Hostile(
         "GET mutation",

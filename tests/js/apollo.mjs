@@ -63,7 +63,8 @@ function appClient(token, cache = new InMemoryCache()) {
       return definition.kind === "OperationDefinition" && definition.operation === "subscription";
     },
     new GraphQLWsLink(ws),
-    new UploadHttpLink({ uri: url, headers: { authorization } }),
+    // apollo-upload-client's documented header for servers that prevent CSRF (Apollo Server's).
+    new UploadHttpLink({ uri: url, headers: { authorization, "Apollo-Require-Preflight": "true" } }),
   );
   return new ApolloClient({ link, cache });
 }
