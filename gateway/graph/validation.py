@@ -11,9 +11,20 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 EMAIL = re.compile(rf"^[^@\s]{{1,64}}@{_LABEL}(?:\.{_LABEL})+$")
 
 
+def unicode_text(value: str, field: str) -> str:
+    """``value`` when it is Unicode text: a lone surrogate (``"\\ud800"``, which JSON can
+    spell) cannot be stored, and would fail in the driver after earlier writes."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        message = f"`{field}` is not valid Unicode text (it holds a lone surrogate)."
+        raise BadUserInput(field, message) from None
+    return value
+
+
 def text(value: str, field: str, *, min_len: int = 1, max_len: int, trim: bool = True) -> str:
-    """``value`` trimmed, between ``min_len`` and ``max_len`` characters."""
-    result = value.strip() if trim else value
+    """``value`` trimmed, between ``min_len`` and ``max_len`` characters, Unicode text."""
+    result = unicode_text(value.strip() if trim else value, field)
     if len(result) < min_len:
         raise BadUserInput(
             field,
@@ -55,13 +66,13 @@ def login(value: str, field: str = "login") -> str:
 
 
 def email(value: str, field: str = "email") -> str:
-    result = value.strip()
+    result = unicode_text(value.strip(), field)
     if len(result) > 254 or not EMAIL.fullmatch(result):
         raise BadUserInput(field, f"`{field}` must be a valid email address.")
     return result
 
 
 def pattern(value: str, field: str, regex: re.Pattern[str], description: str) -> str:
-    if not regex.fullmatch(value):
+    if not regex.fullmatch(unicode_text(value, field)):
         raise BadUserInput(field, f"`{field}` {description}")
     return value
