@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import aiohttp
@@ -124,3 +125,21 @@ async def test_a_refused_cost_has_the_same_shape_on_every_path(api: Api) -> None
     aliases = "{ " + " ".join(f"b{i}: __typename" for i in range(40)) + " }"
     _, body = await post(api, [{"query": aliases}])
     assert body[0]["errors"][0]["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+
+
+async def test_a_batch_of_persisted_hashes_shares_the_cost_budget(api: Api) -> None:
+    """Sent by hash alone, each operation is costed as the document its hash names."""
+    sha = hashlib.sha256(HEAVY.encode()).hexdigest()
+    extensions = {"persistedQuery": {"version": 1, "sha256Hash": sha}}
+    status, registered = await post(api, {"query": HEAVY, "extensions": extensions})
+    assert status == 200 and "errors" not in registered, registered
+    heavy = Settings().max_cost // HEAVY_COST + 1
+    status, body = await post(api, [{"extensions": extensions}] * heavy)
+    assert status == 200
+    total = heavy * HEAVY_COST
+    for answer in body:
+        assert answer["errors"][0]["extensions"] == {
+            "code": "QUERY_TOO_COMPLEX",
+            "cost": total,
+            "limit": Settings().max_cost,
+        }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,23 @@ async def test_a_manifest_whose_hash_is_not_its_documents_stops_the_start(
     manifest.write_text(json.dumps({sha("{ a }"): "{ __typename }"}))
     with pytest.raises(ValueError, match="GATEWAY_TRUSTED_DOCUMENTS"):
         await make_server(trusted_documents=manifest)
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        "this is not GraphQL at all",
+        "{ noSuchField }",
+        "query($n: Int!) { posts(first: $n) { nodes { slug } } }",  # valid, variable missing
+    ],
+)
+async def test_only_documents_that_parse_and_validate_are_remembered(api: Api, junk: str) -> None:
+    document = junk + f" # {uuid.uuid4()}"
+    status, result = await post(api, {"query": document, "extensions": persisted(document)})
+    assert codes(result), "the document itself is refused"
+    status, result = await post(api, {"extensions": persisted(document)})
+    assert codes(result) == ["PERSISTED_QUERY_NOT_FOUND"], "and its text was not kept"
+    valid = f'query Kept {{ user(login: "nobody-{uuid.uuid4().hex[:8]}") {{ login }} }}'
+    await post(api, {"query": valid, "extensions": persisted(valid)})
+    status, result = await post(api, {"extensions": persisted(valid)})
+    assert (status, codes(result), result["data"]) == (200, [], {"user": None})

@@ -70,7 +70,7 @@ class BatchBudget(_View):
                 f"A batch may hold at most {self.max_batch} operations, this one has {len(request_data)}."
             )
             return [_refused(error) for _ in request_data]
-        refusals, total = self._costs(request_data)
+        refusals, total = await self._costs(request_data)
         limit = self.query_limits.max_cost
         if total > limit:
             return [_refused(cost_exceeded(total, limit)) for _ in request_data]
@@ -90,10 +90,11 @@ class BatchBudget(_View):
 
         return list(await asyncio.gather(*(run(i, d) for i, d in enumerate(request_data))))
 
-    def _costs(self, batch: list[GraphQLRequestData]) -> tuple[dict[int, GraphQLError], int]:
+    async def _costs(self, batch: list[GraphQLRequestData]) -> tuple[dict[int, GraphQLError], int]:
         """Subscriptions to refuse, by index, and the batch's total cost.
 
-        An operation that does not parse or breaks another limit costs nothing
+        An operation sent by its persisted-query hash alone is costed as the document
+        the hash names. An operation that does not parse or breaks another limit costs nothing
         here: running it alone reports that, before anything executes. Each is
         costed within what the operations before it left of the budget, so a batch
         whose first operations spend it all is refused without measuring the rest.
@@ -103,10 +104,11 @@ class BatchBudget(_View):
         refusals: dict[int, GraphQLError] = {}
         total = 0
         for index, data in enumerate(batch):
-            if not isinstance(data.query, str):
+            query = data.query if isinstance(data.query, str) else await self._persisted(data)
+            if query is None:
                 continue
             try:
-                document = parse(data.query, max_tokens=self.max_tokens)
+                document = parse(query, max_tokens=self.max_tokens)
             except GraphQLError:
                 continue
             operation = get_operation_ast(document, data.operation_name)
@@ -125,3 +127,11 @@ class BatchBudget(_View):
                 if total > self.query_limits.max_cost:
                     break
         return refusals, total
+
+    async def _persisted(self, data: GraphQLRequestData) -> str | None:
+        """The registered document a hash-only operation names; None for any other."""
+        persisted = getattr(self, "persisted_queries", None)
+        if persisted is None or data.query is not None:
+            return None
+        document = await persisted.document(None, data.extensions)
+        return document if isinstance(document, str) else None

@@ -122,17 +122,25 @@ def load_trusted_documents(path: Path) -> dict[str, str]:
 def _only_introspection(
     selection_set: SelectionSetNode, fragments: Mapping[str, FragmentDefinitionNode]
 ) -> bool:
-    for selection in selection_set.selections:
-        if isinstance(selection, FieldNode):
-            if not selection.name.value.startswith("__"):
-                return False
-        elif isinstance(selection, InlineFragmentNode):
-            if not _only_introspection(selection.selection_set, fragments):
-                return False
-        elif isinstance(selection, FragmentSpreadNode):
-            fragment = fragments.get(selection.name.value)
-            if fragment is None or not _only_introspection(fragment.selection_set, fragments):
-                return False
+    """Whether every field under ``selection_set`` is a meta-field. A walk with a stack, each
+    fragment visited once: recursive fragments (which validation refuses later) end it."""
+    pending = [selection_set]
+    visited: set[str] = set()
+    while pending:
+        for selection in pending.pop().selections:
+            if isinstance(selection, FieldNode):
+                if not selection.name.value.startswith("__"):
+                    return False
+            elif isinstance(selection, InlineFragmentNode):
+                pending.append(selection.selection_set)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                fragment = fragments.get(name)
+                if fragment is None:
+                    return False
+                if name not in visited:
+                    visited.add(name)
+                    pending.append(fragment.selection_set)
     return True
 
 
@@ -190,8 +198,17 @@ class PersistedQueries:
             if document is None:
                 return _error(NOT_FOUND_MESSAGE, "PERSISTED_QUERY_NOT_FOUND")
             return document
-        await self.store.put(sha256, query)
         return query
+
+    async def remember(self, query: str | None, extensions: Mapping[str, Any] | None) -> None:
+        """Register a query sent with its hash, once it has run: the caller calls this only
+        for a document that parsed and validated, so no junk text is kept under its hash."""
+        persisted = (extensions or {}).get("persistedQuery")
+        if self.trusted is not None or query is None or not isinstance(persisted, dict):
+            return
+        sha256 = persisted.get("sha256Hash")
+        if isinstance(sha256, str) and _SHA256.fullmatch(sha256) and sha256_hex(query) == sha256:
+            await self.store.put(sha256, query)
 
     def _trusted(self, query: str | None, sha256: str | None) -> str | ExecutionResult | None:
         assert self.trusted is not None
