@@ -52,7 +52,9 @@ async def _upload(target: Target, token: str, to: str, content: bytes) -> dict[s
     )
     form.add_field("map", '{"0": ["variables.input.attachments.0"]}')
     form.add_field("0", content, filename="report.bin", content_type="application/octet-stream")
-    async with target.http.post(target.url, data=form, headers={"Authorization": f"Bearer {token}", "GraphQL-Preflight": "1"}) as r:
+    async with target.http.post(
+        target.url, data=form, headers={"Authorization": f"Bearer {token}", "GraphQL-Preflight": "1"}
+    ) as r:
         body: dict[str, Any] = await r.json()
     assert not body.get("errors"), body
     return body["data"]["sendEmail"]
