@@ -1,5 +1,5 @@
 """Command line: ``gateway serve [--workers N] | cassandra start|stop|status [--nodes N] [--node I] |
-redis start|stop|status | migrate | schema | seed | settings``, the counter
+redis start|stop|status | migrate | schema | seed | settings [--markdown]``, the counter
 repairs ``mail-recount`` and ``blog-recount``, and ``backfill [<domain> ...]``.
 
 The ``cassandra`` and ``redis`` commands, and the others without contact points, use the
@@ -332,7 +332,12 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("migrate", help="apply pending cql/ migrations")
     sub.add_parser("seed", help="load demo data")
     sub.add_parser("schema", help="print the GraphQL SDL")
-    sub.add_parser("settings", help="print every setting's variable and value (secrets hidden)")
+    settings_command = sub.add_parser(
+        "settings", help="print every setting's variable and value (secrets hidden)"
+    )
+    settings_command.add_argument(
+        "--markdown", action="store_true", help="print the configuration reference (docs/configuration.md)"
+    )
     recount = sub.add_parser("mail-recount", help="rebuild a user's unread mail counters from the folders")
     recount.add_argument("login")
     blog_recount = sub.add_parser(
@@ -342,6 +347,11 @@ def main(argv: list[str] | None = None) -> int:
     backfill = sub.add_parser("backfill", help="fill new tables from the old ones (idempotent)")
     backfill.add_argument("domains", nargs="*", choices=sorted(BACKFILLS), help="default: every domain")
     args = parser.parse_args(argv)
+    if args.command == "settings" and args.markdown:
+        from gateway.settings.reference import configuration_reference
+
+        sys.stdout.write(configuration_reference())
+        return 0
 
     try:
         settings = Settings.from_env().validate()

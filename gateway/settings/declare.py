@@ -317,8 +317,8 @@ def _default_cell(item: Field[Any], spec: Setting) -> str:
 def _meaning(spec: Setting) -> str:
     if spec.bounds is not None:
         return f"{spec.description}; must be {spec.bounds.text}"
-    if spec.choices:
-        allowed = [f"`{choice}`" for choice in spec.choices if choice]
+    allowed = [f"`{choice}`" for choice in spec.choices if choice]
+    if allowed and not all(choice in spec.description for choice in allowed):
         listed = " or ".join(allowed) if len(allowed) == 2 else "one of " + ", ".join(allowed)
         return f"{spec.description}; {listed}"
     return spec.description
