@@ -4,7 +4,7 @@ Run: ``.venv/bin/python -m bench.bench_scale [measure passes]``.
 
 Five partitions are loaded at today's benchmark sizes (1x) and at 100x
 (``bench/scale_data.py``): a conversation, an inbox, a tag, a user's talk
-partners and a room's members (capped by ``ROOM_MAX_PARTICIPANTS``). For each,
+partners and a room's members (capped by ``GATEWAY_ROOM_MAX_PARTICIPANTS``). For each,
 the first page and a page deep in the history are requested through the
 gateway at both sizes, the two sizes taking turns request by request so that a
 change of load on the machine hits both alike. The table gives p50/p99, CQL statements
@@ -103,7 +103,7 @@ async def load(target: Target) -> list[Case]:
             50,
             lambda label, n: scale_data.talk_partners(target, label, users[:n], 20),
         ),
-        # The creator is a member too; 100x is capped by ROOM_MAX_PARTICIPANTS.
+        # The creator is a member too; 100x is capped by GATEWAY_ROOM_MAX_PARTICIPANTS.
         (
             "room.participants",
             MEMBERS,

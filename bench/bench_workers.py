@@ -27,6 +27,7 @@ from bench.harness import Stats, Target, _free_port, measure, report, serving
 from gateway.db.migrations import drop_keyspace
 from gateway.db.session import Database
 from gateway.settings import Settings
+from gateway.settings.tooling import ToolingSettings
 
 REQUESTS = 4000
 CONNECTIONS = 64
@@ -44,11 +45,12 @@ def _env(settings: Settings, port: int, broker_url: str) -> dict[str, str]:
         "GATEWAY_BROKER_URL": broker_url,
         "GATEWAY_QUERY_METRICS": "1",
         "GATEWAY_LOG_LEVEL": "WARNING",
-        "ARGON2_TIME_COST": "1",
-        "ARGON2_MEMORY_COST_KIB": "8192",
-        "ARGON2_PARALLELISM": "1",
+        "GATEWAY_ARGON2_TIME_COST": "1",
+        "GATEWAY_ARGON2_MEMORY_COST_KIB": "8192",
+        "GATEWAY_ARGON2_PARALLELISM": "1",
         # Its own keyspace, so any pepper does (a real cluster refuses the public default).
-        "CONTACTS_IDENTITY_PEPPER": os.environ.get("CONTACTS_IDENTITY_PEPPER") or "bench-pepper",
+        "GATEWAY_CONTACTS_IDENTITY_PEPPER": os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER")
+        or "bench-pepper",
         # Workers must share one download-signing key.
         "GATEWAY_URL_SIGNING_SECRET": os.environ.get("GATEWAY_URL_SIGNING_SECRET") or "bench-" + "s" * 32,
     }
@@ -106,10 +108,11 @@ async def main() -> None:
 
     settings = replace(Settings.from_env(), keyspace=f"bench_{uuid.uuid4().hex[:10]}")
     if settings.embedded:
-        await asyncio.to_thread(CassandraNode(settings).start)
+        await asyncio.to_thread(CassandraNode(ToolingSettings.from_env(), settings.cassandra_port).start)
     home = Path(tempfile.mkdtemp(prefix="bench-redis-"))
-    own = replace(settings, cassandra_home=home, redis_port=_free_port())
-    redis = RedisServer(own, progress=lambda _: None)
+    redis = RedisServer(
+        ToolingSettings(cassandra_home=home, redis_port=_free_port()), progress=lambda _: None
+    )
     await asyncio.to_thread(redis.start)
     db = Database(settings)
     rows: list[Any] = []

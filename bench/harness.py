@@ -34,6 +34,7 @@ from gateway.db.migrations import drop_keyspace
 from gateway.db.session import Database, RequestMetrics, measuring
 from gateway.ratelimit.policy import Limit
 from gateway.settings import Settings
+from gateway.settings.tooling import ToolingSettings
 
 
 @dataclass
@@ -192,7 +193,7 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
         # cost is measured) but are never reached.
         **{limit.value: "1000000/s" for limit in Limit},
         # Its own keyspace, so any pepper does (a real cluster refuses the public default).
-        "contacts_identity_pepper": os.environ.get("CONTACTS_IDENTITY_PEPPER") or "bench-pepper",
+        "contacts_identity_pepper": os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER") or "bench-pepper",
         "password_queue": 100000,
         "port": _free_port(),
         **overrides,
@@ -201,7 +202,8 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
     if settings.embedded:
         from devnode.cassandra import CassandraNode
 
-        await asyncio.to_thread(CassandraNode(settings).start)
+        node = CassandraNode(ToolingSettings.from_env(), settings.cassandra_port)
+        await asyncio.to_thread(node.start)
     server = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.serve", json.dumps(overrides, default=str)
     )

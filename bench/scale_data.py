@@ -144,7 +144,7 @@ async def tag(
 
 async def talk_partners(target: Target, label: str, partners: list[str], page: int) -> Scene:
     """One message from each partner to the owner, a minute apart (one activity slot each
-    at the default ``MESSENGER_ACTIVITY_SLOT``), through the store's send batch."""
+    at the default ``GATEWAY_MESSENGER_ACTIVITY_SLOT``), through the store's send batch."""
     owner = f"owner{label}"
     token = await target.sign_up(owner)
     store = MessengerStore(target.db, target.settings)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from dataclasses import fields, replace
+import typing
+from dataclasses import replace
 from pathlib import Path
 
 from gateway.server.app import create_app
@@ -20,13 +21,14 @@ from gateway.settings import Settings
 
 def main() -> None:
     overrides = json.loads(sys.argv[1])
-    types = {f.name: f.type for f in fields(Settings)}
+    types = typing.get_type_hints(Settings)
     for name, value in list(overrides.items()):
         if name not in types:
             raise SystemExit(f"unknown setting {name}")
-        if name == "cassandra_home":
+        kinds = (types[name], *typing.get_args(types[name]))
+        if Path in kinds and value is not None:
             overrides[name] = Path(value)
-        elif name == "contact_points":
+        elif typing.get_origin(types[name]) is tuple:
             overrides[name] = tuple(value)
     settings = replace(Settings.from_env(), **overrides, host="127.0.0.1")
     logging.basicConfig(level=logging.WARNING)

@@ -2,5 +2,6 @@
 
 Used by the ``gateway cassandra|redis`` commands, the tests and the benchmarks; the running
 gateway never imports it (it talks to whatever Cassandra and Redis it is configured for).
-Everything lives in one per-user cache directory (``Settings.cassandra_home``).
+Everything lives in one per-user cache directory (``ToolingSettings.cassandra_home``,
+``GATEWAY_CASSANDRA_HOME``).
 """

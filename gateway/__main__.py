@@ -1,11 +1,10 @@
 """Command line: ``gateway serve [--workers N] | cassandra start|stop|status [--nodes N] [--node I] |
-redis start|stop|status | migrate |
-schema | seed``, the counter repairs ``mail-recount`` and ``blog-recount``, and
-``backfill [<domain> ...]``.
+redis start|stop|status | migrate | schema | seed | settings [--markdown]``, the counter
+repairs ``mail-recount`` and ``blog-recount``, and ``backfill [<domain> ...]``.
 
-The ``cassandra`` and ``redis`` commands, and ``serve`` without contact points, use the
-development tooling in ``devnode``; it is imported only then, so the running gateway never
-loads it.
+The ``cassandra`` and ``redis`` commands, and the others without contact points, use the
+development tooling in ``devnode`` and its settings (``gateway.settings.tooling``); both are
+imported only then, so the running gateway never loads them.
 """
 
 from __future__ import annotations
@@ -19,9 +18,11 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from gateway.settings import Settings, SettingsError
+from gateway.settings.declare import alias_warnings
 
 if TYPE_CHECKING:
     from gateway.db.session import Database
+    from gateway.settings.tooling import ToolingSettings
 
 
 class _CommandFailed(Exception):
@@ -44,13 +45,21 @@ def _dev_tooling() -> Iterator[None]:
         raise _CommandFailed(str(exc)) from exc
 
 
+def _tooling() -> ToolingSettings:
+    """Read only by the commands that start or stop a local server (a bad value: exit code 2)."""
+    from gateway.settings.tooling import ToolingSettings
+
+    return ToolingSettings.from_env().validate()
+
+
 def _ensure_cassandra(settings: Settings) -> None:
     """Start (or reuse) the embedded node unless a cluster was configured."""
     if settings.embedded:
+        tooling = _tooling()
         with _dev_tooling():
             from devnode.cassandra import CassandraNode
 
-            CassandraNode(settings).start()
+            CassandraNode(tooling, settings.cassandra_port).start()
 
 
 def _connected(settings: Settings) -> tuple[Database, list[str]]:
@@ -121,10 +130,11 @@ def _serve_workers(settings: Settings, seed: bool, workers: int) -> int:
                 f"--workers {workers} needs GATEWAY_BROKER_URL (redis://host:port/db): the workers share "
                 "subscriptions through it. Set it to the Redis your gateways share, or run one worker."
             )
+        tooling = _tooling()
         with _dev_tooling():
             from devnode.redis import RedisServer
 
-            server = RedisServer(settings)
+            server = RedisServer(tooling)
             server.start()
         env["GATEWAY_BROKER_URL"] = server.url
         print(f"workers share subscriptions through the local Redis on {server.url}", file=sys.stderr)
@@ -160,10 +170,11 @@ def cmd_cassandra(settings: Settings, action: str, nodes: int | None, node: int 
         raise _CommandFailed(f"--nodes must be 1 or more, got {nodes}")
     if node is not None or (nodes or 1) > 1:
         return _cmd_ring(settings, action, nodes or 3, node)
+    tooling = _tooling()
     with _dev_tooling():
         from devnode.cassandra import CassandraNode
 
-        single = CassandraNode(settings)
+        single = CassandraNode(tooling, settings.cassandra_port)
         if action == "start":
             single.start()
         elif action == "stop":
@@ -177,10 +188,11 @@ def cmd_cassandra(settings: Settings, action: str, nodes: int | None, node: int 
 
 
 def _cmd_ring(settings: Settings, action: str, nodes: int, node: int | None) -> int:
+    tooling = _tooling()
     with _dev_tooling():
         from devnode.cassandra import CassandraRing
 
-        ring = CassandraRing(settings, nodes)
+        ring = CassandraRing(tooling, settings.cassandra_port, nodes)
         if action == "start" and node is None:
             ring.start()
         elif action == "start":
@@ -198,11 +210,12 @@ def _cmd_ring(settings: Settings, action: str, nodes: int, node: int | None) -> 
     return 0 if action != "status" or all(status.running for status in statuses) else 3
 
 
-def cmd_redis(settings: Settings, action: str) -> int:
+def cmd_redis(action: str) -> int:
+    tooling = _tooling()
     with _dev_tooling():
         from devnode.redis import RedisServer
 
-        server = RedisServer(settings)
+        server = RedisServer(tooling)
         if action == "start":
             server.start()
         elif action == "stop":
@@ -275,6 +288,15 @@ def cmd_backfill(settings: Settings, domains: list[str]) -> int:
     return 0
 
 
+def cmd_settings(settings: Settings) -> int:
+    """The values this environment gives, as they would be written (secrets hidden)."""
+    from gateway.settings.declare import current_values
+
+    for variable, value in current_values(settings) + current_values(_tooling()):
+        print(f"{variable}={value}")
+    return 0
+
+
 def cmd_schema(settings: Settings) -> int:
     from gateway.schema import build_schema
 
@@ -310,6 +332,12 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("migrate", help="apply pending cql/ migrations")
     sub.add_parser("seed", help="load demo data")
     sub.add_parser("schema", help="print the GraphQL SDL")
+    settings_command = sub.add_parser(
+        "settings", help="print every setting's variable and value (secrets hidden)"
+    )
+    settings_command.add_argument(
+        "--markdown", action="store_true", help="print the configuration reference (docs/configuration.md)"
+    )
     recount = sub.add_parser("mail-recount", help="rebuild a user's unread mail counters from the folders")
     recount.add_argument("login")
     blog_recount = sub.add_parser(
@@ -319,6 +347,11 @@ def main(argv: list[str] | None = None) -> int:
     backfill = sub.add_parser("backfill", help="fill new tables from the old ones (idempotent)")
     backfill.add_argument("domains", nargs="*", choices=sorted(BACKFILLS), help="default: every domain")
     args = parser.parse_args(argv)
+    if args.command == "settings" and args.markdown:
+        from gateway.settings.reference import configuration_reference
+
+        sys.stdout.write(configuration_reference())
+        return 0
 
     try:
         settings = Settings.from_env().validate()
@@ -328,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     from gateway.server.logs import configure_logging
 
     configure_logging(settings)
+    if not getattr(args, "worker", False):
+        for warning in alias_warnings(Settings):
+            logging.getLogger("gateway.settings").warning(warning)
 
     from gateway.db.session import CassandraUnavailable
 
@@ -355,7 +391,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "cassandra":
         return cmd_cassandra(settings, args.action, args.nodes, args.node)
     if args.command == "redis":
-        return cmd_redis(settings, args.action)
+        return cmd_redis(args.action)
+    if args.command == "settings":
+        return cmd_settings(settings)
     if args.command == "migrate":
         return cmd_migrate(settings)
     if args.command == "seed":

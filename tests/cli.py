@@ -19,7 +19,7 @@ async def run_cli(settings: Settings, *args: str, env: dict[str, str] | None = N
         "CASSANDRA_CONTACT_POINTS": ",".join(settings.contact_points) or "127.0.0.1",
         "CASSANDRA_PORT": str(settings.cassandra_port),
         "CASSANDRA_REPLICATION": settings.replication,
-        "CONTACTS_IDENTITY_PEPPER": settings.contacts_identity_pepper,
+        "GATEWAY_CONTACTS_IDENTITY_PEPPER": settings.contacts_identity_pepper,
         "GATEWAY_LOG_LEVEL": "WARNING",
         **secrets,
         **(env or {}),

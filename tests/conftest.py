@@ -23,6 +23,7 @@ from gateway.db.migrations import drop_keyspace
 from gateway.ratelimit.policy import Limit
 from gateway.server.app import READY, SERVICES, create_app
 from gateway.settings import Settings
+from gateway.settings.tooling import ToolingSettings
 from tests.client import Api
 from tests.webhook import CodeReceiver
 
@@ -103,7 +104,13 @@ async def codes() -> AsyncIterator[CodeReceiver]:
 
 
 @pytest.fixture(scope="session")
-def base_settings(codes: CodeReceiver) -> Settings:
+def tooling() -> ToolingSettings:
+    """Where the embedded node and the local Redis live (``GATEWAY_CASSANDRA_HOME``, ...)."""
+    return ToolingSettings.from_env().validate()
+
+
+@pytest.fixture(scope="session")
+def base_settings(codes: CodeReceiver, tooling: ToolingSettings) -> Settings:
     # Every gateway of a test run, in process or spawned, signs download links alike.
     os.environ.setdefault("GATEWAY_URL_SIGNING_SECRET", uuid.uuid4().hex + uuid.uuid4().hex)
     settings = Settings.from_env()
@@ -117,14 +124,14 @@ def base_settings(codes: CodeReceiver) -> Settings:
         argon2_memory_cost_kib=8192,
         argon2_parallelism=1,
         # A real cluster needs a pepper of its own; the test keyspace is thrown away.
-        contacts_identity_pepper=os.environ.get("CONTACTS_IDENTITY_PEPPER") or "test-suite-pepper",
+        contacts_identity_pepper=os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER") or "test-suite-pepper",
         **GENEROUS_LIMITS,
         verification_webhook_url=codes.url,
     )
     if settings.embedded:
         from devnode.cassandra import CassandraNode
 
-        CassandraNode(settings).start()
+        CassandraNode(tooling, settings.cassandra_port).start()
     return settings
 
 

@@ -6,14 +6,13 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
 
 from devnode.redis import RedisServer
-from gateway.settings import Settings
+from gateway.settings.tooling import ToolingSettings
 
 WAIT = 30
 
@@ -26,9 +25,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def redis_server(settings: Settings, home: Path) -> Iterator[RedisServer]:
+def redis_server(home: Path) -> Iterator[RedisServer]:
     """A Redis server of its own, on a free port, with its files in ``home``; stopped after."""
-    own = replace(settings, cassandra_home=home, redis_port=free_port())
+    own = ToolingSettings(cassandra_home=home, redis_port=free_port())
     server = RedisServer(own, progress=lambda _: None)
     server.start()
     try:
@@ -38,8 +37,8 @@ def redis_server(settings: Settings, home: Path) -> Iterator[RedisServer]:
 
 
 @pytest.fixture
-def private_redis(base_settings: Settings, tmp_path: Path) -> Iterator[RedisServer]:
-    with redis_server(base_settings, tmp_path) as server:
+def private_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    with redis_server(tmp_path) as server:
         yield server
 
 

@@ -18,6 +18,7 @@ import redis.asyncio as aioredis
 from devnode.common import pid_alive, port_open
 from devnode.redis import RedisServer
 from gateway.settings import Settings
+from gateway.settings.tooling import ToolingSettings
 from tests.cli import run_cli
 
 
@@ -29,8 +30,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def shared_redis(base_settings: Settings) -> RedisServer:
-    server = RedisServer(base_settings, progress=lambda _: None)
+def shared_redis(tooling: ToolingSettings) -> RedisServer:
+    server = RedisServer(tooling, progress=lambda _: None)
     server.start()
     return server
 
@@ -73,8 +74,8 @@ async def test_cli_status_reports_the_shared_server(
     assert f"running (pid {status.pid}), answers PING" in out
 
 
-async def test_second_instance_starts_is_reused_and_stops(base_settings: Settings, tmp_path: Path) -> None:
-    settings = replace(base_settings, cassandra_home=tmp_path, redis_port=_free_port())
+async def test_second_instance_starts_is_reused_and_stops(tooling: ToolingSettings, tmp_path: Path) -> None:
+    settings = replace(tooling, cassandra_home=tmp_path, redis_port=_free_port())
     lines: list[str] = []
     server = RedisServer(settings, progress=lines.append)
     # A pid file naming a live process that is not this server's redis-server is ignored.

@@ -54,7 +54,7 @@ async def gateway_process(
         "CASSANDRA_CONTACT_POINTS": ",".join(base_settings.contact_points) or "127.0.0.1",
         "CASSANDRA_PORT": str(base_settings.cassandra_port),
         "CASSANDRA_REPLICATION": base_settings.replication,
-        "CONTACTS_IDENTITY_PEPPER": base_settings.contacts_identity_pepper,
+        "GATEWAY_CONTACTS_IDENTITY_PEPPER": base_settings.contacts_identity_pepper,
         "GATEWAY_HOST": "127.0.0.1",
         "GATEWAY_PORT": str(port),
         "GATEWAY_LOG_LEVEL": "WARNING",

@@ -47,7 +47,7 @@ ROOM = "subscription($r: String!) { roomMessages(room: $r) { content systemMessa
 
 @pytest.fixture(scope="module")
 def broker(base_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with redis_server(base_settings, tmp_path_factory.mktemp("redis")) as server:
+    with redis_server(tmp_path_factory.mktemp("redis")) as server:
         yield server
 
 

@@ -28,6 +28,7 @@ from devnode.cassandra import CassandraRing
 from gateway.db.migrations import drop_keyspace
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
+from gateway.settings.tooling import ToolingSettings
 from tests.cli import run_cli
 from tests.client import Account, Api, Response
 from tests.conftest import GENEROUS_LIMITS, start_server
@@ -53,7 +54,7 @@ def phase(name: str, timings: dict[str, float]) -> Iterator[None]:
 async def ring() -> AsyncIterator[CassandraRing]:
     if os.environ.get("CASSANDRA_CONTACT_POINTS"):
         pytest.skip("CASSANDRA_CONTACT_POINTS names a cluster; the local ring is not used")
-    ring = CassandraRing(Settings.from_env(), nodes=3)
+    ring = CassandraRing(ToolingSettings.from_env(), Settings.from_env().cassandra_port, nodes=3)
     ring.home.mkdir(parents=True, exist_ok=True)
     with (ring.home / ".test-lock").open("a") as lock:
         await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)

@@ -193,10 +193,10 @@ def test_negative_page_size_is_bad_input() -> None:
 @pytest.mark.parametrize(
     ("variable", "value"),
     [
-        ("MESSENGER_BUCKET", "weekly"),
+        ("GATEWAY_MESSENGER_BUCKET", "weekly"),
         ("GATEWAY_PORT", "70000"),
         ("CASSANDRA_REPLICATION", "three please"),
-        ("CONTACTS_MAX_IN_FLIGHT", "0"),
+        ("GATEWAY_CONTACTS_MAX_IN_FLIGHT", "0"),
         ("CASSANDRA_KEYSPACE", "1-bad"),
     ],
 )

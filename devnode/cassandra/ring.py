@@ -21,7 +21,7 @@ from devnode.cassandra.configure import Placement
 from devnode.cassandra.install import Installer
 from devnode.cassandra.run import CassandraNode, NodeStatus
 from devnode.common import DevNodeError, Progress, locked, print_progress
-from gateway.settings import Settings
+from gateway.settings.tooling import ToolingSettings
 
 CLUSTER_NAME = "gateway-ring"
 MAX_NODES = 9
@@ -36,17 +36,20 @@ def ring_hosts(nodes: int) -> list[str]:
 
 
 class CassandraRing:
-    """The first ``nodes`` members of the local ring kept under ``settings.cassandra_home/ring``."""
+    """The first ``nodes`` members of the local ring kept under ``tooling.cassandra_home/ring``,
+    each serving CQL on ``cql_port`` of its own address."""
 
-    def __init__(self, settings: Settings, nodes: int = 3, progress: Progress = print_progress) -> None:
+    def __init__(
+        self, tooling: ToolingSettings, cql_port: int, nodes: int = 3, progress: Progress = print_progress
+    ) -> None:
         if not 2 <= nodes <= MAX_NODES:
             raise DevNodeError(f"A local ring has 2 to {MAX_NODES} nodes, not {nodes}.")
-        self._settings = settings
+        self._tooling = tooling
         self._progress = progress
-        self._root = settings.cassandra_home.expanduser().resolve()
+        self._root = tooling.cassandra_home.expanduser().resolve()
         self.home = self._root / "ring"
         self.hosts = ring_hosts(nodes)
-        self.port = settings.cassandra_port
+        self.port = cql_port
         self.members = [self._member(index) for index in range(1, nodes + 1)]
 
     def _member(self, index: int) -> CassandraNode:
@@ -61,11 +64,12 @@ class CassandraRing:
             compact=True,
         )
         return CassandraNode(
-            self._settings,
+            self._tooling,
+            self.port,
             self._progress,
             home=self.home / f"node{index}",
             placement=placement,
-            heap=("GATEWAY_CASSANDRA_RING_HEAP", self._settings.cassandra_ring_heap),
+            heap=("GATEWAY_CASSANDRA_RING_HEAP", self._tooling.cassandra_ring_heap),
             name=f"Cassandra ring node {index}",
         )
 

@@ -1,6 +1,6 @@
 """Start, stop and inspect the local Cassandra node.
 
-One real single-node Cassandra lives in a per-user cache (``Settings.cassandra_home``)::
+One real single-node Cassandra lives in a per-user cache (``ToolingSettings.cassandra_home``)::
 
     <version>/lib/   the jars: the tarball's lib/, or cassandra-all and its runtime dependencies
     conf/            cassandra.yaml and logback.xml, rewritten on every start
@@ -37,7 +37,7 @@ from devnode.common import (
     wait_port_closed,
     write_pid,
 )
-from gateway.settings import Settings
+from gateway.settings.tooling import ToolingSettings
 
 _REPORT_EVERY = 10.0
 
@@ -52,7 +52,7 @@ class NodeStatus:
 
 
 class CassandraNode:
-    """The local Cassandra node kept in ``settings.cassandra_home``.
+    """The local Cassandra node kept in ``tooling.cassandra_home``, serving CQL on ``cql_port``.
 
     The node runs ``CassandraDaemon`` directly with the JVM options Cassandra's
     ``conf/jvm17-server.options`` would give, whether its jars came from the binary tarball or
@@ -66,7 +66,8 @@ class CassandraNode:
 
     def __init__(
         self,
-        settings: Settings,
+        tooling: ToolingSettings,
+        cql_port: int,
         progress: Progress = print_progress,
         *,
         home: Path | None = None,
@@ -76,12 +77,12 @@ class CassandraNode:
     ) -> None:
         self._progress = progress
         self.name = name
-        root = settings.cassandra_home.expanduser().resolve()
+        root = tooling.cassandra_home.expanduser().resolve()
         self.home = home or root
-        self.port = settings.cassandra_port
+        self.port = cql_port
         self.placement = placement or Placement()
         self.host = self.placement.host
-        self._heap_variable, heap_size = heap or ("GATEWAY_CASSANDRA_HEAP", settings.cassandra_heap)
+        self._heap_variable, heap_size = heap or ("GATEWAY_CASSANDRA_HEAP", tooling.cassandra_heap)
         self._installer = Installer(root, progress)
         self._config = NodeConfig(self.home, self._installer.lib, self.port, heap_size, self.placement)
         self._system_log = self._config.logs / "system.log"

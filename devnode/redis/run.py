@@ -36,7 +36,7 @@ from devnode.common import (
     write_pid,
 )
 from devnode.redis.install import ensure_redis_server
-from gateway.settings import Settings
+from gateway.settings.tooling import ToolingSettings
 
 
 @dataclass(frozen=True)
@@ -67,12 +67,12 @@ def ping(port: int) -> bool:
 
 
 class RedisServer:
-    """The local Redis server for ``settings.redis_port``, kept in the per-user cache."""
+    """The local Redis server for ``tooling.redis_port``, kept in the per-user cache."""
 
-    def __init__(self, settings: Settings, progress: Progress = print_progress) -> None:
+    def __init__(self, tooling: ToolingSettings, progress: Progress = print_progress) -> None:
         self._progress = progress
-        self.port = settings.redis_port
-        self.home = settings.cassandra_home.expanduser().resolve() / f"redis-{self.port}"
+        self.port = tooling.redis_port
+        self.home = tooling.cassandra_home.expanduser().resolve() / f"redis-{self.port}"
         self._data = self.home / "data"
         self._log = self.home / "redis.log"
         self._pid_file = self.home / "redis.pid"

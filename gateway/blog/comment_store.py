@@ -50,7 +50,7 @@ _THREAD = BucketedTimeline(
 
 
 class CommentStore:
-    """A post's thread is split into time buckets (``BLOG_COMMENT_BUCKET``, a day by
+    """A post's thread is split into time buckets (``GATEWAY_BLOG_COMMENT_BUCKET``, a day by
     default): comments come in bursts in the first days after a post is published,
     so a day bounds a viral thread's partition to one day of comments, while
     ``comment_buckets`` lists only the days that have any, so a quiet thread that

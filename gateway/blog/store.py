@@ -93,7 +93,7 @@ _TAG_TIMELINE = BucketedTimeline(
     newest_first=True,
 )
 
-#: An author's posts (``User.posts``), bucketed by ``BLOG_AUTHOR_BUCKET``.
+#: An author's posts (``User.posts``), bucketed by ``GATEWAY_BLOG_AUTHOR_BUCKET``.
 AUTHOR_TIMELINE = BucketedTimeline(
     items="posts_by_author_bucket",
     index="post_buckets_by_author",
@@ -108,14 +108,14 @@ class PostStore:
     """Posts and the timelines they are filed in.
 
     Tag timelines and "all posts" are split into time buckets
-    (``BLOG_POST_BUCKET``, a month by default): even a platform-wide 1000 posts a
+    (``GATEWAY_BLOG_POST_BUCKET``, a month by default): even a platform-wide 1000 posts a
     day makes a month bucket of 30 000 summary rows (~10 MB), well inside what one
     partition should hold, while a front page of 10 is nearly always one bucket
     slice plus one read of the small bucket index. Bucket numbers of different
     granularities do not interleave in time order, so the granularity is fixed
     for a keyspace's life.
 
-    An author's list is bucketed the same way by ``BLOG_AUTHOR_BUCKET`` (a year
+    An author's list is bucketed the same way by ``GATEWAY_BLOG_AUTHOR_BUCKET`` (a year
     by default: one author's year stays within the size of a platform's month,
     and a page of an occasional writer is still one bucket slice).
     """

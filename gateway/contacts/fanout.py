@@ -3,13 +3,13 @@
 Every gateway process runs one :class:`FanoutWorker`. It takes jobs from two
 sources: the nudge a ``linkIdentity`` publishes on :data:`FANOUT_CHANNEL` (so a
 job starts at once, in whichever process hears it first), and, every
-``CONTACTS_FANOUT_POLL_SECONDS``, a look at every shard of ``contact_fanouts``
+``GATEWAY_CONTACTS_FANOUT_POLL_SECONDS``, a look at every shard of ``contact_fanouts``
 for jobs whose lease ran out (their worker died). A job is worked by the
-holder of its lease only: ``CONTACTS_FANOUT_BATCH`` uploaders per page, their
+holder of its lease only: ``GATEWAY_CONTACTS_FANOUT_BATCH`` uploaders per page, their
 book rows read with ``IN`` reads of 100 and the discoveries written with at
-most ``CONTACTS_MAX_IN_FLIGHT`` in flight, each announced on the uploader's
+most ``GATEWAY_CONTACTS_MAX_IN_FLIGHT`` in flight, each announced on the uploader's
 ``contactDiscovered`` channel; after each page the worker records the page's
-last uploader and extends its lease for ``CONTACTS_FANOUT_LEASE_SECONDS``. A
+last uploader and extends its lease for ``GATEWAY_CONTACTS_FANOUT_LEASE_SECONDS``. A
 worker that loses its lease stops; the next holder continues from the
 recorded uploader, so at most one page is done twice, and doing it twice
 announces nothing twice (a row that names its owner is skipped).

@@ -54,7 +54,7 @@ def country_code(value: str) -> str:
     """A country calling code setting: "" (none) or 1-3 digits, with or without ``+``."""
     code = value.strip().removeprefix("+")
     if code and not _COUNTRY_CODE.fullmatch(code):
-        raise ValueError(f"CONTACTS_DEFAULT_COUNTRY_CODE must be 1-3 digits, got {value!r}")
+        raise ValueError(f"GATEWAY_CONTACTS_DEFAULT_COUNTRY_CODE must be 1-3 digits, got {value!r}")
     return code
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,11 +33,8 @@ EARLIER_CHECKSUMS: dict[str, frozenset[str]] = {
 _KEYSPACE = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,47}")
 
 
-def cql_dir() -> Path:
-    override = os.environ.get("GATEWAY_CQL_DIR")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2] / "cql"
+#: The migrations of the checkout; an installed gateway is told where they are (``GATEWAY_CQL_DIR``).
+CQL_DIR = Path(__file__).resolve().parents[2] / "cql"
 
 
 @dataclass(frozen=True)
@@ -61,7 +57,7 @@ def split_statements(text: str) -> list[str]:
 
 
 def load_migrations(directory: Path | None = None) -> list[Migration]:
-    directory = directory or cql_dir()
+    directory = directory or CQL_DIR
     found = []
     for path in sorted(directory.glob("*.cql")):
         match = _NAME.fullmatch(path.name)
@@ -120,7 +116,7 @@ def migrate(db: Database, keyspace: str | None = None) -> list[str]:
     rows = run("SELECT version, checksum FROM schema_migrations")
     applied = {row["version"]: row["checksum"] for row in rows}
     done: list[str] = []
-    for migration in load_migrations():
+    for migration in load_migrations(db.settings.cql_dir):
         if migration.version in applied:
             recorded = applied[migration.version]
             if recorded != migration.checksum and recorded not in EARLIER_CHECKSUMS.get(

@@ -4,7 +4,7 @@ Applifier's messenger read a user's whole talk-partner row and sorted it by the
 last message; at 100 000 partners that is one unbounded read per view. Here
 each pair also has one row in the owner's activity partition, clustered by the
 *slot* of its last message (the message time rounded down to
-``MESSENGER_ACTIVITY_SLOT`` seconds), newest slot first. A page is one slice
+``GATEWAY_MESSENGER_ACTIVITY_SLOT`` seconds), newest slot first. A page is one slice
 from the top of that partition; the pairs' state (last message, unread) still
 comes from ``talk_partners``, with one ``IN`` read.
 
@@ -82,7 +82,7 @@ class ActivityIndex:
 
     def __init__(self, db: Database, slot_seconds: int) -> None:
         if slot_seconds < 1:
-            raise ValueError(f"MESSENGER_ACTIVITY_SLOT must be at least 1 second, got {slot_seconds}")
+            raise ValueError(f"GATEWAY_MESSENGER_ACTIVITY_SLOT must be at least 1 second, got {slot_seconds}")
         self.db = db
         self.slot_ms = slot_seconds * 1000
         #: conversation -> its last message id, None: known to have none.

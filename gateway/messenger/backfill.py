@@ -11,7 +11,7 @@ Idempotent: a second run writes the same cells with the same timestamps. A row
 written from a last message that a newer send has replaced meanwhile is stale
 and is skipped and deleted by readers like any other. Run it after every
 gateway writes the index (after an upgrade, and after a change of
-``MESSENGER_ACTIVITY_SLOT``).
+``GATEWAY_MESSENGER_ACTIVITY_SLOT``).
 """
 
 from __future__ import annotations

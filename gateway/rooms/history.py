@@ -1,7 +1,7 @@
 """Room history: messages bucketed by time, paged newest first across buckets.
 
 A room's messages live in one partition per (room incarnation, bucket), the
-bucket being the day ``yyyyMMdd`` by default (``ROOM_BUCKET``), so no
+bucket being the day ``yyyyMMdd`` by default (``GATEWAY_ROOM_BUCKET``), so no
 partition grows without bound. ``room_message_buckets`` lists the buckets that
 hold messages; :class:`gateway.db.timeline.BucketedTimeline` walks it to page across
 buckets. Writes never need a lightweight transaction: every message has its

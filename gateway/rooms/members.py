@@ -2,8 +2,8 @@
 
 Membership is rows, not a set in the ``rooms`` row, so a room's delete condition
 no longer carries its participants (busy rooms no longer make deletes lose) and
-every partition is bounded: a room holds at most ``ROOM_MAX_PARTICIPANTS``
-participant rows, a user at most ``ROOMS_PER_USER_MAX`` live ``user_rooms`` rows.
+every partition is bounded: a room holds at most ``GATEWAY_ROOM_MAX_PARTICIPANTS``
+participant rows, a user at most ``GATEWAY_ROOMS_PER_USER_MAX`` live ``user_rooms`` rows.
 
 Rows are keyed by the room's incarnation id (``rooms.id``), so rows of a
 deleted room are invisible to a room created again under the same name.

@@ -1,6 +1,9 @@
 """The syntax of the settings whose values are more than a number or a word: rate
-rules, proxy networks and CORS origins. The layers that use those values (rate
-limits, client addresses, CORS) read them from here.
+rules, proxy networks, CORS origins, time buckets, URLs, names and secrets. The
+layers that use those values (rate limits, client addresses, CORS) read them from
+here; the ``*_problem`` functions are the checks the declarations in
+``gateway.settings`` name, each returning a one-line message naming the variable
+(or None).
 
 Rates: ``<count>/<period>``, or ``off``. A period is a unit (``s``, ``m``, ``h``,
 ``d``) with an optional multiplier: ``20/h`` is 20 at once and then one every 3
@@ -15,11 +18,14 @@ import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from strawberry.http.websocket_origin import normalize_allowed_origins
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 ANY_ORIGIN = "*"
+#: Characters of GATEWAY_URL_SIGNING_SECRET at the least (e.g. ``openssl rand -hex 32`` gives 64).
+MIN_SIGNING_SECRET = 32
 
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _SYNTAX = re.compile(r"([1-9][0-9]*)\s*/\s*([1-9][0-9]*)?\s*([smhd])")
@@ -66,11 +72,86 @@ def normalized_origins(origins: Iterable[str]) -> frozenset[str]:
     return normalize_allowed_origins(tuple(origins))
 
 
-def cors_problems(origins: tuple[str, ...]) -> list[str]:
-    if ANY_ORIGIN in origins and len(origins) > 1:
-        return ["GATEWAY_CORS_ORIGINS: '*' (any origin) must be the only entry"]
+def rate_problem(variable: str, text: str) -> str | None:
+    try:
+        parse_rate(variable, text)
+    except ValueError as exc:
+        return f"{variable}: {exc}"
+    return None
+
+
+def networks_problem(variable: str, entries: tuple[str, ...]) -> str | None:
+    try:
+        parse_networks(entries)
+    except ValueError as exc:
+        return f"{variable}: {exc}"
+    return None
+
+
+def origins_problem(variable: str, origins: tuple[str, ...]) -> str | None:
     try:
         normalized_origins(origins)
     except ValueError as exc:
-        return [f"GATEWAY_CORS_ORIGINS: {exc}"]
-    return []
+        return f"{variable}: {exc}"
+    return None
+
+
+def bucket_problem(variable: str, text: str) -> str | None:
+    """A time bucket: a calendar unit, or a number of seconds (``3600s``)."""
+    if text in {"year", "month", "day"} or re.fullmatch(r"[1-9][0-9]*s", text):
+        return None
+    return f"{variable} must be 'year', 'month', 'day' or '<N>s', got {text!r}"
+
+
+def broker_url_problem(variable: str, text: str) -> str | None:
+    if not text or re.fullmatch(r"(rediss?|unix)://\S+", text):
+        return None
+    return f"{variable} must be redis://host:port/db, got {text!r}"
+
+
+def replication_problem(variable: str, text: str) -> str | None:
+    """``SimpleStrategy:N``, or ``dc:rf`` pairs for NetworkTopologyStrategy."""
+    text = text.strip()
+    simple = re.fullmatch(r"SimpleStrategy(:[1-9][0-9]*)?", text)
+    topology = re.fullmatch(r"[A-Za-z0-9_.-]+:[0-9]+(,\s*[A-Za-z0-9_.-]+:[0-9]+)*", text)
+    if simple or topology:
+        return None
+    return f"{variable} must be 'SimpleStrategy:N' or 'dc1:3,dc2:3', got {text!r}"
+
+
+def keyspace_problem(variable: str, text: str) -> str | None:
+    """Cassandra's own rule for unquoted keyspace names (48 characters at most)."""
+    if re.fullmatch(r"[a-zA-Z][a-zA-Z0-9_]{0,47}", text):
+        return None
+    return f"{variable} is not a valid keyspace name: {text!r}"
+
+
+def country_code_problem(variable: str, text: str) -> str | None:
+    if re.fullmatch(r"\+?([0-9]{1,3})?", text):
+        return None
+    return f"{variable} must be 1-3 digits or empty"
+
+
+def public_url_problem(variable: str, text: str) -> str | None:
+    """An origin with an optional path prefix: links are made by appending to it."""
+    if not text or re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", text):
+        return None
+    return f"{variable} must be an http(s) URL without query, got {text!r}"
+
+
+def signing_secret_problem(variable: str, text: str) -> str | None:
+    """Short keys can be guessed; an empty one means a random key per process."""
+    if text and len(text) < MIN_SIGNING_SECRET:
+        return f"{variable} must be at least {MIN_SIGNING_SECRET} characters"
+    return None
+
+
+def file_problem(variable: str, path: Path) -> str | None:
+    return None if path.is_file() else f"{variable}: no such file {path}"
+
+
+def heap_size_problem(variable: str, text: str) -> str | None:
+    """A JVM heap size as ``-Xmx`` takes it."""
+    if re.fullmatch(r"\d+[kKmMgG]?", text):
+        return None
+    return f"{variable} must be a heap size such as 1G or 512M, got {text!r}"
