@@ -17,7 +17,8 @@ from gateway.rooms.history import RoomHistory
 from gateway.rooms.members import MemberStore, UserRoom
 from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomStore
-from gateway.users.store import SessionStore, UserRecord, UserStore
+from gateway.users.records import UserRecord
+from gateway.users.store import SessionStore, UserStore
 
 REQUESTS = 2000
 #: Each join is a new user joining the same room: an uncontended-by-design LWT per

@@ -32,7 +32,8 @@ from gateway.messenger.store import MessengerStore
 from gateway.rooms.cursors import login_cursor
 from gateway.rooms.members import MemberStore
 from gateway.rooms.store import RoomStore
-from gateway.users.store import UserRecord, UserStore
+from gateway.users.records import UserRecord
+from gateway.users.store import UserStore
 
 LOAD_CONCURRENCY = 128
 MONTH = timedelta(days=31)

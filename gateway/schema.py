@@ -47,7 +47,8 @@ from gateway.messenger.schema import (
 from gateway.rooms.events import ROOM_EVENT
 from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser, room_node
 from gateway.settings import Settings
-from gateway.users.schema import User, UserMutation, UserQuery, require_user, user_node
+from gateway.users.schema import UserMutation, UserQuery
+from gateway.users.types import User, require_user, user_node
 
 join_fields(User, RoomUser, BlogUser)
 

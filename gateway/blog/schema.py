@@ -22,7 +22,7 @@ from gateway.graph.pagination import Connection, page_size, position_cursor
 from gateway.graph.plain_fields import NOT_READ, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
-from gateway.users.schema import User, require_user, users_by_login
+from gateway.users.types import User, require_user, users_by_login
 
 POSTS_PAGE = 10
 AUTHOR_POSTS_PAGE = 10

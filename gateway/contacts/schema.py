@@ -20,7 +20,7 @@ from gateway.graph.node import global_id
 from gateway.graph.pagination import Connection, page_size
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
-from gateway.users.schema import User, load_users, users_by_login
+from gateway.users.types import User, load_users, users_by_login
 
 
 @strawberry.type(

@@ -33,7 +33,7 @@ from gateway.mail.store import MailStore
 from gateway.mail.uploads import MAX_FILES
 from gateway.ratelimit.policy import Limit
 from gateway.users.loaders import user_loader
-from gateway.users.schema import (
+from gateway.users.types import (
     Prefetched,
     User,
     load_users,

@@ -26,12 +26,7 @@ from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
 from gateway.ratelimit.policy import Limit
 from gateway.users.loaders import user_loader
-from gateway.users.schema import (
-    Prefetched,
-    User,
-    prefetched_user_field,
-    users_by_login,
-)
+from gateway.users.types import Prefetched, User, prefetched_user_field, users_by_login
 
 MESSAGES_PAGE = 50
 TALK_PARTNERS_PAGE = 50

@@ -38,12 +38,7 @@ from gateway.rooms.loaders import participant_count_loader, room_loader, user_ro
 from gateway.rooms.members import MemberStore
 from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomRecord, RoomStore
-from gateway.users.schema import (
-    Prefetched,
-    User,
-    prefetched_user_field,
-    users_by_login,
-)
+from gateway.users.types import Prefetched, User, prefetched_user_field, users_by_login
 
 ROOMS_PAGE = 20
 USER_ROOMS_PAGE = 20
