@@ -11,7 +11,7 @@ from gateway.broker.codec import EventCodec, UnknownEvent
 from gateway.contacts.jobs import JobKey
 from gateway.contacts.service import Discovery
 from gateway.db.clock import new_timeuuid
-from gateway.messenger.model import MessageRecord
+from gateway.messenger.records import MessageRecord
 from gateway.rooms.events import RoomEvent, RoomEventKind
 from gateway.rooms.history import RoomMessageRecord
 from gateway.rooms.store import RoomRecord
