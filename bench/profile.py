@@ -37,8 +37,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "store.py",
             "timeline.py",
             "clock.py",
-            "history.py",
-            "members.py",
             "records.py",
         ),
     ),

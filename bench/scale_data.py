@@ -30,7 +30,7 @@ from gateway.messenger.cursors import spot_cursor
 from gateway.messenger.records import MessageRecord, conversation_id
 from gateway.messenger.store import MessengerStore
 from gateway.rooms.cursors import login_cursor
-from gateway.rooms.members import MemberStore
+from gateway.rooms.member_store import MemberStore
 from gateway.rooms.store import RoomStore
 from gateway.users.records import UserRecord
 from gateway.users.store import UserStore

@@ -41,7 +41,8 @@ from gateway.mail.schema import MailMe, MailMutation, folder_node
 from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSubscription
 from gateway.messenger.types import talk_partner_node
 from gateway.rooms.events import ROOM_EVENT
-from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser, room_node
+from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser
+from gateway.rooms.types import room_node
 from gateway.settings import Settings
 from gateway.users.schema import UserMutation, UserQuery
 from gateway.users.types import User, require_user, user_node

@@ -13,8 +13,7 @@ from gateway.contacts.service import Discovery
 from gateway.db.clock import new_timeuuid
 from gateway.messenger.records import MessageRecord
 from gateway.rooms.events import RoomEvent, RoomEventKind
-from gateway.rooms.history import RoomMessageRecord
-from gateway.rooms.store import RoomRecord
+from gateway.rooms.records import RoomMessageRecord, RoomRecord
 from gateway.schema import event_codec
 
 
