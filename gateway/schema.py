@@ -23,7 +23,8 @@ from strawberry.extensions import DisableIntrospection, MaxTokensLimiter, Parser
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
-from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser, post_node
+from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser
+from gateway.blog.types import post_node
 from gateway.broker.codec import EventCodec
 from gateway.contacts.events import DISCOVERY, FANOUT_NUDGE
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
