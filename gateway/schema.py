@@ -38,7 +38,8 @@ from gateway.graph.observability import Observed
 from gateway.graph.plain_fields import PlainFieldsExecutor
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.http.batch import BATCH_CEILING
-from gateway.mail.schema import MailMe, MailMutation, folder_node
+from gateway.mail.schema import MailMe, MailMutation
+from gateway.mail.types import folder_node
 from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSubscription
 from gateway.messenger.types import talk_partner_node
 from gateway.rooms.events import ROOM_EVENT
