@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from gateway.broker.codec import EventCodec, UnknownEvent
-from gateway.contacts.jobs import JobKey
-from gateway.contacts.service import Discovery
+from gateway.contacts.events import Discovery
+from gateway.contacts.records import JobKey
 from gateway.db.clock import new_timeuuid
 from gateway.messenger.records import MessageRecord
 from gateway.rooms.events import RoomEvent, RoomEventKind
