@@ -1,4 +1,4 @@
-"""Posts in Cassandra: the slug claim, the timelines a post is filed in, the counts."""
+"""The blog's rows as records: a post as submitted, as listed and as stored, and a comment."""
 
 from __future__ import annotations
 

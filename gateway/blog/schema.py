@@ -1,4 +1,6 @@
-"""The blog's types, queries and mutations."""
+"""The blog's root fields: ``Query.post`` and ``Query.posts``, ``User.posts`` and
+``User.postCount``, publishing and commenting with their inputs.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The blog's types, queries and mutations."""
+"""The blog's object types: ``Post`` (with its comments) and ``Comment``; ``post_node``
+finds a post by slug for ``Query.post`` and ``Query.node``.
+"""
 
 from __future__ import annotations
 

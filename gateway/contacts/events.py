@@ -1,4 +1,9 @@
-"""What ``contactDiscovered`` subscribers receive, and how it crosses a broker."""
+"""What the contacts domain publishes, on which channels, and how it crosses a broker.
+
+``contactDiscovered`` subscribers get a :class:`Discovery` on their user's
+contacts channel; a link announces its fan-out job on :data:`FANOUT_CHANNEL`,
+so that a worker takes it at once (``fanout.py``).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Identities, address books and the reverse index in Cassandra (see ``cql/006_contacts.cql``)."""
+"""The contacts domain's rows as records: linked identities, address-book entries,
+fan-out jobs and pending verifications.
+
+Tables keyed by identity hold only its ``identity_hash`` (HMAC-SHA256 under the
+pepper); the clear value stays in the user's own rows.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Mail: folders with unread counts, emails, attachments; queries on ``Me`` and mutations."""
+"""The mail domain's root fields: ``Me.folders``, ``Me.folder`` and ``Me.email``, and the
+mail mutations with their input.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from gateway.mail import rules
 from gateway.mail.loaders import unread_counts_loader
 from gateway.mail.service import MAX_FOLDERS, MailService
 from gateway.mail.store import MailStore
-from gateway.mail.types import Email, Folder, _folder
+from gateway.mail.types import Email, Folder, load_folder
 from gateway.mail.uploads import MAX_FILES
 from gateway.ratelimit.policy import Limit
 from gateway.users.loaders import user_loader
@@ -58,7 +60,7 @@ class MailMe:
 
     @strawberry.field(description="One of your folders by label; null when you have none by that label.")
     async def folder(self, info: Info, label: str) -> Folder | None:
-        return await _folder(info, self.login, label)
+        return await load_folder(info, self.login, label)
 
     @strawberry.field(description="An email you sent or received; null otherwise.")
     async def email(self, info: Info, id: strawberry.ID) -> Email | None:

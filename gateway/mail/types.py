@@ -1,4 +1,7 @@
-"""Mail: folders with unread counts, emails, attachments; queries on ``Me`` and mutations."""
+"""The mail domain's object types: ``Folder`` (with its emails), ``EmailSummary``,
+``Email`` and ``Attachment``; ``folder_node`` finds one of the viewer's folders for
+``Query.node``.
+"""
 
 from __future__ import annotations
 
@@ -176,7 +179,7 @@ class Folder(Node):
         )
 
 
-async def _folder(info: Info, owner: str, label: str) -> Folder | None:
+async def load_folder(info: Info, owner: str, label: str) -> Folder | None:
     key = rules.label_or_none(label)
     if key is None:
         return None
@@ -192,4 +195,4 @@ async def folder_node(info: Info, owner: str, label: str) -> Folder | None:
     """``node``'s lookup of a ``Folder`` global id: only the owner's own folders."""
     if await context_of(info).viewer() != owner:
         return None
-    return await _folder(info, owner, label)
+    return await load_folder(info, owner, label)

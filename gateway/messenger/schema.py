@@ -1,4 +1,6 @@
-"""Messenger: talk partners, conversations, direct messages; send, mark read, live delivery."""
+"""The messenger's root fields: ``Me.talkPartners`` and ``Me.conversation``, sending and
+marking read, and the ``messageReceived`` subscription.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Messenger: talk partners, conversations, direct messages; send, mark read, live delivery."""
+"""The messenger's object types: ``DirectMessage``, ``Conversation``, ``TalkPartner``.
+
+Their fields read the stored records (on the plain-fields path where the list
+resolver handed them what they need); ``talk_partner_node`` is ``Query.node``'s
+lookup of a talk partner.
+"""
 
 from __future__ import annotations
 

@@ -1,19 +1,8 @@
-"""The ``rooms`` rows (KillrChat's model and its LWT rules).
+"""The rooms domain's rows as records: a room, a membership, a message.
 
-A room row holds the creator, creation date, banner and ``id``, the room's
-incarnation: a room deleted and created again under the same name gets a new
-id, and every row keyed by the old one (history, participants, memberships)
-stays invisible to it. Who is in a room lives in ``gateway.rooms.member_store``.
-
-- create: ``INSERT ... IF NOT EXISTS`` (one of N racers for a name wins);
-- delete: ``DELETE ... IF creator_login = ? AND id = ?``: only the creator
-  deletes, and only the incarnation that was read. The condition carries no
-  participants, so joins and leaves never make a delete lose;
-- nothing else writes the row: a join never does, so a join racing a deletion
-  cannot resurrect the room as a "zombie" row.
-
-The ``participants`` column is no longer read or written (older gateways still
-read it; see the README).
+A room's ``id`` names its incarnation: a room deleted and created again under
+the same name gets a new one, and every row keyed by the old id stays invisible
+to it (``store.py`` has the room row's rules).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Chat rooms: types, queries, mutations and the live room subscription."""
+"""The rooms domain's root fields: ``Query.room`` and ``Query.rooms``, ``User.rooms``, the
+room mutations and the live ``roomMessages`` subscription.
+"""
 
 from __future__ import annotations
 

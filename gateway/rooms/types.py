@@ -1,4 +1,6 @@
-"""Chat rooms: types, queries, mutations and the live room subscription."""
+"""The rooms domain's object types: ``Room`` (with its participants and messages) and
+``RoomMessage``; ``room_node`` finds a room by name for ``Query.room`` and ``Query.node``.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Users and sessions in Cassandra."""
+"""The users domain's rows as records: a user (``users``) and a session (``sessions``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Users and sessions: types, queries and mutations."""
+"""The users domain's root fields: ``Query.user`` and the account mutations, with their inputs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,11 @@
-"""Users and sessions: types, queries and mutations."""
+"""The ``User`` type and what every domain uses to return users.
+
+``User`` (the fields other domains add are joined at the composition root) and
+``AuthPayload``; the lookups through the request's user loader
+(``load_user``, ``require_user``, ``users_by_login`` ...) and the helpers that
+let a list's items answer with users their list resolver prefetched
+(``prefetched_user_field`` ...).
+"""
 
 from __future__ import annotations
 
