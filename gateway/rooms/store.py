@@ -13,7 +13,7 @@ stays invisible to it. Who is in a room lives in ``gateway.rooms.member_store``.
   cannot resurrect the room as a "zombie" row.
 
 The ``participants`` column is no longer read or written (older gateways still
-read it; see the README).
+read it; see ``docs/data-model/rooms.md``).
 """
 
 from __future__ import annotations
