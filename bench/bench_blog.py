@@ -14,7 +14,8 @@ import uuid
 
 from bench.harness import Target, counted, gateway_under_test, report, side_by_side
 from gateway.blog.comment_store import CommentStore
-from gateway.blog.store import ALL_POSTS, PostDraft, PostStore
+from gateway.blog.records import PostDraft
+from gateway.blog.store import ALL_POSTS, PostStore
 from gateway.users.store import UserStore
 
 REQUESTS = 2000

@@ -15,7 +15,7 @@ from urllib.parse import urljoin
 import aiohttp
 
 from bench.harness import Stats, Target, counted, gateway_under_test, measure, report, side_by_side
-from gateway.mail.attachments import AttachmentStore
+from gateway.mail.attachment_store import AttachmentStore
 from gateway.mail.store import MailStore
 from gateway.users.store import SessionStore, UserStore
 

@@ -14,7 +14,7 @@ import asyncio
 from typing import Any
 
 from bench.harness import counted, gateway_under_test, measure, report, side_by_side
-from gateway.messenger.model import conversation_id
+from gateway.messenger.records import conversation_id
 from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
 from gateway.users.store import SessionStore, UserStore

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from bench.harness import Target, counted, gateway_under_test, report, side_by_side
 from gateway.broker.memory import InProcessPubSub
 from gateway.db import clock
-from gateway.rooms.history import RoomHistory
-from gateway.rooms.members import MemberStore, UserRoom
+from gateway.rooms.history_store import RoomHistory
+from gateway.rooms.member_store import MemberStore
+from gateway.rooms.records import UserRoom
 from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomStore
-from gateway.users.store import SessionStore, UserRecord, UserStore
+from gateway.users.records import UserRecord
+from gateway.users.store import SessionStore, UserStore
 
 REQUESTS = 2000
 #: Each join is a new user joining the same room: an uncontended-by-design LWT per

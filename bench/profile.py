@@ -36,11 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "store.py",
             "timeline.py",
-            "activity.py",
-            "model.py",
             "clock.py",
-            "history.py",
-            "members.py",
             "records.py",
         ),
     ),

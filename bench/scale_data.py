@@ -25,14 +25,15 @@ from gateway.db.timeline import Position, bucket_of_timeuuid
 from gateway.graph.pagination import position_cursor
 from gateway.mail.records import EmailRecord, Placement
 from gateway.mail.store import MailStore
-from gateway.messenger.activity import Spot
+from gateway.messenger.activity_store import Spot
 from gateway.messenger.cursors import spot_cursor
-from gateway.messenger.model import MessageRecord, conversation_id
+from gateway.messenger.records import MessageRecord, conversation_id
 from gateway.messenger.store import MessengerStore
 from gateway.rooms.cursors import login_cursor
-from gateway.rooms.members import MemberStore
+from gateway.rooms.member_store import MemberStore
 from gateway.rooms.store import RoomStore
-from gateway.users.store import UserRecord, UserStore
+from gateway.users.records import UserRecord
+from gateway.users.store import UserStore
 
 LOAD_CONCURRENCY = 128
 MONTH = timedelta(days=31)

@@ -23,7 +23,8 @@ from strawberry.extensions import DisableIntrospection, MaxTokensLimiter, Parser
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
-from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser, post_node
+from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser
+from gateway.blog.types import post_node
 from gateway.broker.codec import EventCodec
 from gateway.contacts.events import DISCOVERY, FANOUT_NUDGE
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
@@ -37,17 +38,16 @@ from gateway.graph.observability import Observed
 from gateway.graph.plain_fields import PlainFieldsExecutor
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.http.batch import BATCH_CEILING
-from gateway.mail.schema import MailMe, MailMutation, folder_node
-from gateway.messenger.schema import (
-    MessengerMe,
-    MessengerMutation,
-    MessengerSubscription,
-    talk_partner_node,
-)
+from gateway.mail.schema import MailMe, MailMutation
+from gateway.mail.types import folder_node
+from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSubscription
+from gateway.messenger.types import talk_partner_node
 from gateway.rooms.events import ROOM_EVENT
-from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser, room_node
+from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser
+from gateway.rooms.types import room_node
 from gateway.settings import Settings
-from gateway.users.schema import User, UserMutation, UserQuery, require_user, user_node
+from gateway.users.schema import UserMutation, UserQuery
+from gateway.users.types import User, require_user, user_node
 
 join_fields(User, RoomUser, BlogUser)
 

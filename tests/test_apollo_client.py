@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from gateway.mail.attachments import CHUNK_SIZE
+from gateway.mail.attachment_store import CHUNK_SIZE
 from tests.client import Api
 from tests.js_runner import run_node
 

@@ -14,8 +14,9 @@ from typing import Any
 from aiohttp import web
 
 from gateway.contacts.identity import Identity, identity_hash
-from gateway.contacts.jobs import FanoutJobs, JobKey, shard_of
-from gateway.contacts.store import BookEntry, ContactStore
+from gateway.contacts.job_store import FanoutJobs
+from gateway.contacts.records import BookEntry, JobKey, shard_of
+from gateway.contacts.store import ContactStore
 from gateway.db import clock
 from gateway.db.concurrency import InFlightLimit
 from gateway.db.session import Database

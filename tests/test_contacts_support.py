@@ -13,9 +13,10 @@ from gql import GraphQLRequest
 
 from gateway.broker.memory import InProcessPubSub
 from gateway.contacts import rules
+from gateway.contacts.events import contacts_channel
 from gateway.contacts.identity import Identity, identity_hash
-from gateway.contacts.jobs import SHARDS, FanoutJobs
-from gateway.contacts.service import contacts_channel
+from gateway.contacts.job_store import FanoutJobs
+from gateway.contacts.records import SHARDS
 from gateway.server.app import SERVICES
 from tests.client import Api, Response
 from tests.webhook import CodeReceiver

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gateway.messenger.model import conversation_id
+from gateway.messenger.records import conversation_id
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.client import Api, Response

@@ -10,7 +10,7 @@ from urllib.parse import quote, urlsplit
 import aiohttp
 from aiohttp import web
 
-from gateway.mail.attachments import CHUNK_SIZE, MAX_ATTACHMENT_BYTES
+from gateway.mail.attachment_store import CHUNK_SIZE, MAX_ATTACHMENT_BYTES
 from gateway.mail.store import MailStore
 from gateway.server.app import SERVICES
 from tests.client import Account, Api

@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 from multidict import CIMultiDict
 
-from gateway.mail.attachments import CHUNK_SIZE
+from gateway.mail.attachment_store import CHUNK_SIZE
 from gateway.settings import Settings, SettingsError
 from tests.client import Account, Api
 from tests.conftest import ServerFactory

@@ -18,7 +18,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from gateway.mail.attachments import CHUNK_SIZE, MAX_ATTACHMENT_BYTES
+from gateway.mail.attachment_store import CHUNK_SIZE, MAX_ATTACHMENT_BYTES
 from gateway.settings import Settings
 from tests.client import Api
 from tests.mail_helpers import send_files

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from gateway.db.clock import new_timeuuid, time_of
-from gateway.messenger.model import MessageRecord, conversation_id
+from gateway.messenger.records import MessageRecord, conversation_id
 from gateway.messenger.store import MessengerStore
 from gateway.server.app import SERVICES
 from tests.client import Account, Api, unique_login

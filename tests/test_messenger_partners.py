@@ -11,8 +11,8 @@ import pytest
 from aiohttp import web
 
 from gateway.db.clock import micros_of, new_timeuuid
-from gateway.messenger.activity import slot_of_row, slot_time
-from gateway.messenger.model import MessageRecord
+from gateway.messenger.activity_store import slot_of_row, slot_time
+from gateway.messenger.records import MessageRecord
 from gateway.messenger.store import MessengerStore
 from gateway.server.app import SERVICES
 from tests.cli import run_cli

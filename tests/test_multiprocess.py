@@ -20,7 +20,7 @@ from gql import GraphQLRequest
 
 from devnode.redis import RedisServer
 from gateway.broker.sessions import session_channel
-from gateway.contacts.service import contacts_channel
+from gateway.contacts.events import contacts_channel
 from gateway.messenger.events import user_messages_channel
 from gateway.rooms.events import room_channel
 from gateway.settings import Settings

@@ -38,7 +38,7 @@ from gateway.graph.dataloader import Loader
 from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.graph.plain_fields import NOT_READ, PlainFieldsExecutor, _variable_free, plain_reader
 from gateway.graph.scalars import SCALAR_OVERRIDES
-from gateway.messenger.schema import Conversation, DirectMessage
+from gateway.messenger.types import Conversation, DirectMessage
 from gateway.schema import build_schema
 from gateway.server.app import READY, create_app
 from gateway.settings import Settings

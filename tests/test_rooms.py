@@ -218,7 +218,7 @@ async def test_user_rooms_skips_stale_entries_and_repairs_them_off_the_read(
     """The window of a deletion: the room is gone (or was created again) but a
     participant's rooms still name the old incarnation."""
     from gateway.db.clock import new_timeuuid
-    from gateway.rooms.members import MemberStore
+    from gateway.rooms.member_store import MemberStore
     from gateway.server.app import SERVICES
 
     alice = await api.sign_up("alice")

@@ -11,8 +11,9 @@ from uuid import UUID
 import pytest
 from aiohttp import web
 
-from gateway.rooms.members import MemberStore
-from gateway.rooms.store import DeleteOutcome, RoomRecord, RoomStore
+from gateway.rooms.member_store import MemberStore
+from gateway.rooms.records import RoomRecord
+from gateway.rooms.store import DeleteOutcome, RoomStore
 from gateway.server.app import SERVICES
 from tests.client import Api, Response
 from tests.test_rooms import DELETE, JOIN, LEAVE, ROOM, create_room, history, user_rooms

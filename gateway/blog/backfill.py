@@ -20,7 +20,8 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from gateway.blog.store import AUTHOR_TIMELINE, PostSummary, author_row
+from gateway.blog.records import PostSummary
+from gateway.blog.store import AUTHOR_TIMELINE, author_row
 from gateway.db.concurrency import InFlightLimit
 from gateway.db.session import Database, Params, Result, chunked
 from gateway.db.timeline import bucket_of_timeuuid, validate_granularity

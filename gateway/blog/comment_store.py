@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import datetime
 from uuid import UUID
 
-from gateway.db.clock import new_timeuuid, time_of
+from gateway.blog.records import CommentRecord
+from gateway.db.clock import new_timeuuid
 from gateway.db.idempotency import KeyClaim, MutationKeys
 from gateway.db.session import Database, Row
 from gateway.db.timeline import (
@@ -18,26 +17,6 @@ from gateway.db.timeline import (
     validate_granularity,
 )
 from gateway.settings import Settings
-
-
-@dataclass(frozen=True)
-class CommentRecord:
-    id: UUID
-    slug: str
-    name: str
-    email: str
-    text: str
-
-    @property
-    def posted_at(self) -> datetime:
-        return time_of(self.id)
-
-    @classmethod
-    def from_row(cls, row: Row, slug: str) -> CommentRecord:
-        return cls(
-            id=row["id"], slug=slug, name=row["name"] or "", email=row["email"] or "", text=row["text"] or ""
-        )
-
 
 _THREAD = BucketedTimeline(
     items="comments",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gateway.blog.comment_store import CommentStore
-from gateway.blog.store import PostRecord, PostStore
+from gateway.blog.records import PostRecord
+from gateway.blog.store import PostStore
 from gateway.db.session import IN_CHUNK
 from gateway.graph.context import Context
 from gateway.graph.dataloader import Loader

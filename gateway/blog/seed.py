@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gateway.blog.comment_store import CommentStore
-from gateway.blog.store import PostDraft, PostStore
+from gateway.blog.records import PostDraft
+from gateway.blog.store import PostStore
 from gateway.db.session import Database
 from gateway.settings import Settings
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from uuid import UUID
 
+from gateway.blog.records import PostDraft, PostRecord, PostSummary
 from gateway.db.clock import new_timeuuid, time_of
 from gateway.db.idempotency import KeyClaim, MutationKeys
 from gateway.db.session import Database, Params, Row
@@ -23,56 +23,6 @@ from gateway.settings import Settings
 #: The tag every post is also filed under: the "all posts" timeline. Not a valid
 #: tag (tags are ``[a-z0-9-]``), so no real tag can collide with it.
 ALL_POSTS = "*"
-
-
-@dataclass(frozen=True)
-class PostDraft:
-    """A post as its author submits it (already validated)."""
-
-    slug: str
-    author: str
-    title: str
-    body: str
-    tags: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class PostSummary:
-    """What a list shows of a post; the index rows carry exactly this."""
-
-    id: UUID
-    slug: str
-    author: str
-    title: str
-    tags: tuple[str, ...]
-
-    @property
-    def published_at(self) -> datetime:
-        return time_of(self.id)
-
-
-@dataclass(frozen=True)
-class PostRecord(PostSummary):
-    body: str
-
-    @classmethod
-    def from_row(cls, row: Row) -> PostRecord:
-        return cls(
-            id=row["id"],
-            slug=row["slug"],
-            author=row["author"],
-            title=row["title"] or "",
-            tags=tuple(row["tags"] or ()),
-            body=row["body"] or "",
-        )
-
-    def same_content_as(self, draft: PostDraft) -> bool:
-        return (self.author, self.title, self.body, self.tags) == (
-            draft.author,
-            draft.title,
-            draft.body,
-            draft.tags,
-        )
 
 
 @dataclass(frozen=True)

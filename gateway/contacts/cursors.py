@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from gateway.contacts import rules
-from gateway.contacts.store import BookEntry
+from gateway.contacts.records import BookEntry
 from gateway.errors import BadUserInput
 from gateway.graph.pagination import decode_cursor, encode_cursor
 

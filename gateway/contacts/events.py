@@ -1,14 +1,34 @@
-"""What ``contactDiscovered`` subscribers receive, and how it crosses a broker."""
+"""What the contacts domain publishes, on which channels, and how it crosses a broker.
+
+``contactDiscovered`` subscribers get a :class:`Discovery` on their user's
+contacts channel; a link announces its fan-out job on :data:`FANOUT_CHANNEL`,
+so that a worker takes it at once (``fanout.py``).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.broker.codec import EventType
-from gateway.contacts.jobs import JobKey
-from gateway.contacts.service import Discovery, contacts_channel
+from gateway.contacts.records import JobKey
 
-__all__ = ["DISCOVERY", "FANOUT_NUDGE", "contacts_channel"]
+#: Where a link announces its new job to the workers (the message is its :class:`JobKey`).
+FANOUT_CHANNEL = "contacts:fanout"
+
+
+def contacts_channel(login: str) -> str:
+    """The pubsub channel of a user's ``contactDiscovered`` subscription."""
+    return f"user:{login}:contacts"
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The message published to an uploader: which of their book rows found its owner."""
+
+    network: str
+    identity_hash: bytes
+    owner: str
 
 
 def _to_json(discovery: Discovery) -> dict[str, Any]:

@@ -24,8 +24,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from gateway.broker.pubsub import PubSub
-from gateway.contacts.jobs import FANOUT_CHANNEL, SHARDS, FanoutJobs, Job, JobKey
-from gateway.contacts.service import Discovery, contacts_channel
+from gateway.contacts.events import FANOUT_CHANNEL, Discovery, contacts_channel
+from gateway.contacts.job_store import FanoutJobs
+from gateway.contacts.records import SHARDS, Job, JobKey
 from gateway.contacts.store import ContactStore
 from gateway.db import clock
 from gateway.db.session import CassandraUnavailable

@@ -10,9 +10,10 @@ from strawberry.types import Info
 
 from gateway.contacts import rules
 from gateway.contacts.cursors import contact_cursor, contact_position
+from gateway.contacts.events import Discovery, contacts_channel
+from gateway.contacts.records import BookEntry, LinkedIdentity
 from gateway.contacts.rules import MAX_CONTACTS_PER_UPLOAD, UploadedContact
-from gateway.contacts.service import MAX_IDENTITIES_PER_USER, ContactDirectory, Discovery, contacts_channel
-from gateway.contacts.store import BookEntry, LinkedIdentity
+from gateway.contacts.service import MAX_IDENTITIES_PER_USER, ContactDirectory
 from gateway.errors import BadUserInput
 from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
@@ -20,7 +21,7 @@ from gateway.graph.node import global_id
 from gateway.graph.pagination import Connection, page_size
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
-from gateway.users.schema import User, load_users, users_by_login
+from gateway.users.types import User, load_users, users_by_login
 
 
 @strawberry.type(

@@ -36,10 +36,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from gateway.contacts import rules
+from gateway.contacts.events import FANOUT_CHANNEL
 from gateway.contacts.identity import Identity
 from gateway.contacts.identity import identity_hash as hash_of
-from gateway.contacts.jobs import FANOUT_CHANNEL, FanoutJobs, JobKey
-from gateway.contacts.store import BookEntry, ContactStore, LinkedIdentity
+from gateway.contacts.job_store import FanoutJobs
+from gateway.contacts.records import BookEntry, JobKey, LinkedIdentity
+from gateway.contacts.store import ContactStore
 from gateway.contacts.verifier import Verifier
 from gateway.db import clock
 from gateway.db.keyed_locks import KeyedLocks
@@ -63,20 +65,6 @@ MAX_IDENTITIES_PER_USER = 20
 #: an exact cross-process cap would need an LWT-guarded count written by every
 #: link and unlink, more than a cap against squatting is worth.
 _LINKS = KeyedLocks(wait_seconds=10.0)
-
-
-def contacts_channel(login: str) -> str:
-    """The pubsub channel of a user's ``contactDiscovered`` subscription."""
-    return f"user:{login}:contacts"
-
-
-@dataclass(frozen=True)
-class Discovery:
-    """The message published to an uploader: which of their book rows found its owner."""
-
-    network: str
-    identity_hash: bytes
-    owner: str
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from gateway.contacts.records import BookEntry, LinkedIdentity
 from gateway.db import clock
 from gateway.db.concurrency import InFlightLimit
 from gateway.db.session import IN_CHUNK, Database, Params, Row, chunked
@@ -17,52 +18,12 @@ BOOK_BATCH = 100
 
 
 @dataclass(frozen=True)
-class LinkedIdentity:
-    network: str
-    network_id: str
-    identity_hash: bytes
-    linked_at: datetime
-
-
-@dataclass(frozen=True)
 class Claim:
     """The owner of an identity after a claim; ``won`` when this claim created it."""
 
     login: str
     linked_at: datetime
     won: bool
-
-
-@dataclass(frozen=True)
-class BookEntry:
-    """One contact of a user's address book.
-
-    ``network_id`` is None only for a leftover row (a discovery recorded for a
-    contact that was being removed at that moment); such rows are never shown.
-    """
-
-    network: str
-    identity_hash: bytes
-    network_id: str | None
-    name: str | None
-    owner: str | None
-    discovered_at: datetime | None
-
-    @classmethod
-    def from_row(cls, row: Row) -> BookEntry:
-        discovered = row.get("discovered_at")
-        return cls(
-            network=row["network"],
-            identity_hash=bytes(row["identity_hash"]),
-            network_id=row.get("network_id"),
-            name=row.get("name"),
-            owner=row.get("owner"),
-            discovered_at=clock.utc(discovered) if discovered else None,
-        )
-
-    @property
-    def leftover(self) -> bool:
-        return self.network_id is None
 
 
 _BOOK_COLUMNS = "network, identity_hash, network_id, name, owner, discovered_at"

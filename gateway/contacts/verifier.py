@@ -16,7 +16,7 @@ import hmac
 import re
 
 from gateway.contacts.identity import Identity
-from gateway.contacts.verification import (
+from gateway.contacts.verification_store import (
     CODE_DIGITS,
     VerificationStore,
     code_hash,

@@ -3,8 +3,8 @@
 The driver dresses every statement in a ``ResponseFuture``: an execution
 profile looked up, a client timestamp taken under a lock, a ``threading.Event``
 with its condition and lock, a request timer, the callback lists, then the
-query plan and the connection. On the gateway's loop that came to about 30 us
-of a statement's 60. :class:`DirectReads` sends a prepared SELECT the short
+query plan and the connection: a large share of a statement's cost on the
+gateway's loop (``bench/NOTES.md``). :class:`DirectReads` sends a prepared SELECT the short
 way: the load-balancing policy's first host that has a free stream (token-aware
 as before), an ``EXECUTE`` message with the profile's consistency and page
 size, and a callback that turns the rows into dicts with the profile's row

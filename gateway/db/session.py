@@ -159,7 +159,7 @@ def chunked(items: Sequence[T], size: int = IN_CHUNK) -> list[Sequence[T]]:
 
 async def gathered(awaitables: Sequence[Awaitable[T]]) -> list[T]:
     """``asyncio.gather`` for a batch's reads: a batch of one (the usual DataLoader batch) is
-    awaited as it is, without the task gather wraps it in (about 6 us each)."""
+    awaited as it is, without the task gather wraps it in (``bench/NOTES.md``)."""
     if len(awaitables) == 1:
         return [await awaitables[0]]
     return list(await asyncio.gather(*awaitables))

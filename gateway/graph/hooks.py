@@ -4,8 +4,8 @@ Strawberry's extension runner, for each of an operation's four stages
 (operation, parsing, validation, execution), looks every extension's hook up
 again, wraps each one it finds in a new ``contextlib`` context manager (with
 ``functools.wraps`` copying its metadata), and enters them through an
-``ExitStack``. With the gateway's six extensions that bookkeeping was about half
-of executing ``{ __typename }``. :class:`HookRunner` keeps Strawberry's
+``ExitStack``. With the gateway's six extensions that bookkeeping was a large share
+of executing ``{ __typename }`` (``bench/NOTES.md``). :class:`HookRunner` keeps Strawberry's
 semantics (hooks entered in order and left in reverse, an exception thrown into
 each hook still open, which may replace it or hide it from the hooks outside it,
 the same errors for a hook that does not yield once) and does the bookkeeping once per extension

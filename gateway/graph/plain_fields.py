@@ -342,7 +342,7 @@ _BUILDER_MAKERS: dict[int, Callable[..., Callable[[Any], dict[str, Any]]]] = {}
 
 def _dict_builder(fields: list[tuple[str, Callable[[Any], Any]]]) -> Callable[[Any], dict[str, Any]]:
     """``value -> {key: produce(value), ...}`` for the given fields, in their order, as one
-    dict display (a comprehension over the pairs costs twice as much per object). The
+    dict display (cheaper per object than a comprehension over the pairs: ``bench/NOTES.md``). The
     code for each number of fields is compiled once; a plan only binds its keys and
     producers (plans of operations whose fields depend on variables are made per request)."""
     count = len(fields)
@@ -471,8 +471,9 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
         """A query's ``__schema`` and ``__type`` fields are resolved on a worker thread.
 
         Introspection is answered from the schema in memory by synchronous resolvers:
-        graphql-core would hold the event loop for all of it (30 ms for GraphiQL's
-        query; the cost limit admits about ten of them in one request). On a thread
+        graphql-core would hold the event loop for all of it (tens of milliseconds for
+        GraphiQL's query, ``bench/NOTES.md``; the cost limit admits about ten of them in
+        one request). On a thread
         the loop keeps serving other requests meanwhile. The other root fields run
         on the loop once the thread is done, so the executor is never used by two
         threads at once; the response keeps the selection's order."""

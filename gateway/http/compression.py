@@ -19,9 +19,7 @@ from aiohttp.web_response import ContentCoding
 #: Bodies up to this size go out as they are: below it, compressing saves less than it costs.
 MIN_SIZE = 1024
 
-#: brotli quality for responses built per request. On the gateway's own results (a mailbox
-#: page of 5.7 KB, a 50-message page of 13 KB) 4 comes within 6% of 5's size at 60-80% of
-#: its CPU (47 vs 58 us, 95 vs 150 us); 1 is four times cheaper again but 20% larger.
+#: brotli quality for responses built per request: close to 5's size for much less CPU (bench/NOTES.md).
 BROTLI_QUALITY = 4
 
 #: Bodies larger than this are brotli-compressed off the event loop.

@@ -1,7 +1,7 @@
 """JSON for HTTP bodies through ``orjson``, with the standard library wherever the two differ.
 
 ``orjson`` reads and writes several times faster than ``json``, which showed as a
-visible share of every response's CPU. It reads integers past 64 bits as floats
+visible share of every response's CPU (``bench/NOTES.md``). It reads integers past 64 bits as floats
 and refuses ``NaN`` and lone surrogates that ``json.loads`` accepts: a body with a
 long digit run, or one ``orjson`` refuses, is read by ``json.loads``, so every
 request value and every parse error is what it was (GraphQL reports an oversized

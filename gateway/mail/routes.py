@@ -12,7 +12,7 @@ from aiohttp import hdrs, web
 from gateway.db.session import CassandraUnavailable, RequestMetrics, measuring
 from gateway.graph.context import Services
 from gateway.http.auth import bearer_token
-from gateway.mail.attachments import AttachmentStore
+from gateway.mail.attachment_store import AttachmentStore
 from gateway.mail.links import DownloadLinks
 from gateway.mail.names import content_disposition
 from gateway.mail.ranges import ByteRange, Unsatisfiable, entity_tag, none_match, requested_range

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gateway.db import clock
 from gateway.db.clock import new_timeuuid
 from gateway.db.session import Database
-from gateway.mail.attachments import AttachmentStore
+from gateway.mail.attachment_store import AttachmentStore
 from gateway.mail.records import AttachmentRecord, EmailRecord
 from gateway.mail.store import MailStore
 from gateway.settings import Settings

@@ -19,7 +19,7 @@ from gateway.mail.names import unique_filenames
 from gateway.mail.records import SYSTEM_FOLDERS, AttachmentRecord, EmailRecord, FolderRecord, Placement
 from gateway.mail.store import MailStore, NotInFolder
 from gateway.mail.uploads import StoredUpload
-from gateway.users.store import UserRecord
+from gateway.users.records import UserRecord
 
 MAX_FOLDERS = 100
 

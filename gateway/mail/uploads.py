@@ -39,7 +39,7 @@ from gateway.db.clock import new_timeuuid
 from gateway.http.auth import bearer_token
 from gateway.http.multipart import MAX_MAP_BYTES, SPEC_ORDER, parse_map, parse_operations, upload_targets
 from gateway.http.requests import ENDPOINT, BoundedRequestAdapter, bad_request, too_large
-from gateway.mail.attachments import MAX_ATTACHMENT_BYTES, AttachmentStore, TooLarge
+from gateway.mail.attachment_store import MAX_ATTACHMENT_BYTES, AttachmentStore, TooLarge
 from gateway.mail.names import content_type_of, decode_client_filename, sanitize_filename
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from gateway.db.clock import micros_of
 from gateway.db.concurrency import InFlightLimit
 from gateway.db.session import Database, Params, Result
-from gateway.messenger.activity import INSERT_ROW, ActivityIndex, slot_time
+from gateway.messenger.activity_store import INSERT_ROW, ActivityIndex, slot_time
 from gateway.settings import Settings
 
 PAGE_SIZE = 500

@@ -13,8 +13,8 @@ import struct
 
 from gateway.db.clock import micros_of
 from gateway.errors import BadUserInput
-from gateway.messenger.activity import Spot
-from gateway.messenger.model import PartnerRecord
+from gateway.messenger.activity_store import Spot
+from gateway.messenger.records import PartnerRecord
 from gateway.messenger.store import PartnerPage
 
 _SLOT = struct.Struct(">q")

@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from gateway.broker.pubsub import PubSub
-from gateway.messenger.model import MessageRecord
+from gateway.messenger.records import MessageRecord
 
 
 def user_messages_channel(login: str) -> str:

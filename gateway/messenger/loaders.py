@@ -7,7 +7,7 @@ from collections import defaultdict
 from gateway.db.session import IN_CHUNK
 from gateway.graph.context import Context
 from gateway.graph.dataloader import Loader
-from gateway.messenger.model import PartnerRecord
+from gateway.messenger.records import PartnerRecord
 from gateway.messenger.store import MessengerStore
 
 PartnerKey = tuple[str, str]

@@ -5,11 +5,11 @@ Sending a message, in order:
 
 1. a new timeuuid (``clock.new_timeuuid``);
 2. the recipient's unread count goes up by one, in the same Paxos round as the
-   ``clientMessageId`` claim if there is one (``unread.py``); a key claimed
+   ``clientMessageId`` claim if there is one (``unread_store.py``); a key claimed
    before yields the earlier message instead, and nothing is counted;
 3. one logged batch writes the message, its bucket in the conversation's bucket
    index, the last-message cell of both talk-partner rows and, when the pair
-   changes slot, its rows in both activity partitions (``activity.py``), every
+   changes slot, its rows in both activity partitions (``activity_store.py``), every
    cell ``USING TIMESTAMP`` = the message's time. The old slot comes from the
    pair's last message as this process remembers it, else from one read
    (``MessengerStore.write_message``);
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from gateway.broker.pubsub import PubSub
 from gateway.db.clock import new_timeuuid, time_of
 from gateway.messenger.events import publish_message
-from gateway.messenger.model import MessageRecord, PartnerRecord, conversation_id
+from gateway.messenger.records import MessageRecord, PartnerRecord, conversation_id
 from gateway.messenger.store import MessengerStore
 
 
@@ -69,5 +69,5 @@ class MessengerService:
         return Sent(message, stored_now=True)
 
     async def mark_read(self, owner: str, partner: str) -> PartnerRecord:
-        """Everything unread from ``partner`` becomes read (``unread.py``)."""
+        """Everything unread from ``partner`` becomes read (``unread_store.py``)."""
         return await self.store.unread.mark_read(await self.store.partner(owner, partner))

@@ -13,13 +13,13 @@ from uuid import UUID
 from gateway.db import clock, timeline
 from gateway.db.clock import micros_of
 from gateway.db.session import Database, Row
-from gateway.messenger.activity import ActivityIndex, Spot
-from gateway.messenger.model import (
+from gateway.messenger.activity_store import ActivityIndex, Spot
+from gateway.messenger.records import (
     LastMessage,
     MessageRecord,
     PartnerRecord,
 )
-from gateway.messenger.unread import UnreadLedger
+from gateway.messenger.unread_store import UnreadLedger
 from gateway.settings import Settings
 
 _MESSAGE_COLUMNS = "message_id, sender, recipient, content, client_message_id"

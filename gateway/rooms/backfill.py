@@ -19,8 +19,9 @@ from functools import partial
 from gateway.db import clock
 from gateway.db.concurrency import InFlightLimit
 from gateway.db.session import Database
-from gateway.rooms.members import MemberStore, UserRoom
-from gateway.rooms.store import RoomRecord, RoomStore
+from gateway.rooms.member_store import MemberStore
+from gateway.rooms.records import RoomRecord, UserRoom
+from gateway.rooms.store import RoomStore
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -9,8 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from gateway.broker.codec import EventType
-from gateway.rooms.history import RoomMessageRecord
-from gateway.rooms.store import RoomRecord
+from gateway.rooms.records import RoomMessageRecord, RoomRecord
 
 
 class RoomEventKind(Enum):

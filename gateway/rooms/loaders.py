@@ -16,8 +16,9 @@ from uuid import UUID
 from gateway.db.session import IN_CHUNK, gathered
 from gateway.graph.context import Context
 from gateway.graph.dataloader import Loader
-from gateway.rooms.members import MemberStore, UserRoom
-from gateway.rooms.store import RoomRecord, RoomStore
+from gateway.rooms.member_store import MemberStore
+from gateway.rooms.records import RoomRecord, UserRoom
+from gateway.rooms.store import RoomStore
 
 #: (login, first, after) of one ``User.rooms`` page.
 UserRoomsKey = tuple[str, int, tuple[str, UUID] | None]

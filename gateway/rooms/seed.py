@@ -5,8 +5,8 @@ from __future__ import annotations
 from gateway.broker.pubsub import PubSub
 from gateway.db.session import Database
 from gateway.errors import Conflict
-from gateway.rooms.history import RoomHistory
-from gateway.rooms.members import MemberStore
+from gateway.rooms.history_store import RoomHistory
+from gateway.rooms.member_store import MemberStore
 from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomStore
 from gateway.settings import Settings

@@ -2,7 +2,7 @@
 
 The acting login is always the caller's authenticated user. Every step that
 touches several partitions is ordered so that an interruption leaves only what
-readers skip and repair (see ``gateway.rooms.members`` for the order of writes
+readers skip and repair (see ``gateway.rooms.member_store`` for the order of writes
 and why a join racing a deletion leaves no member listing a dead room).
 """
 
@@ -20,9 +20,10 @@ from gateway.db.lwt import compare_and_set
 from gateway.db.session import CassandraUnavailable, ContentionExhausted, Database
 from gateway.errors import Conflict, Forbidden, GatewayError, NotFound
 from gateway.rooms.events import RoomEvent, RoomEventKind, room_channel
-from gateway.rooms.history import RoomHistory, RoomMessageRecord
-from gateway.rooms.members import MemberStore, UserRoom
-from gateway.rooms.store import RoomRecord, RoomStore
+from gateway.rooms.history_store import RoomHistory
+from gateway.rooms.member_store import MemberStore
+from gateway.rooms.records import RoomMessageRecord, RoomRecord, UserRoom
+from gateway.rooms.store import RoomStore
 
 #: Conditional-delete attempts before answering CONFLICT. An attempt loses only
 #: when the room was deleted and created again between our read and our
@@ -97,7 +98,7 @@ class RoomService:
 
         Writes first, then checks (the room still there, both bounds) and undoes
         its writes when a check fails: the order that makes the checks exact
-        under concurrency (``gateway.rooms.members``). A full room, or a user at
+        under concurrency (``gateway.rooms.member_store``). A full room, or a user at
         the cap, is refused before any write; a bound found exceeded after the
         write may be joins racing this one, so the join is tried again (bounded:
         ``ADMIT_ATTEMPTS``), each time refused at once if the bound is reached.

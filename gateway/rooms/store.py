@@ -3,7 +3,7 @@
 A room row holds the creator, creation date, banner and ``id``, the room's
 incarnation: a room deleted and created again under the same name gets a new
 id, and every row keyed by the old one (history, participants, memberships)
-stays invisible to it. Who is in a room lives in ``gateway.rooms.members``.
+stays invisible to it. Who is in a room lives in ``gateway.rooms.member_store``.
 
 - create: ``INSERT ... IF NOT EXISTS`` (one of N racers for a name wins);
 - delete: ``DELETE ... IF creator_login = ? AND id = ?``: only the creator
@@ -13,44 +13,20 @@ stays invisible to it. Who is in a room lives in ``gateway.rooms.members``.
   cannot resurrect the room as a "zombie" row.
 
 The ``participants`` column is no longer read or written (older gateways still
-read it; see the README).
+read it; see ``docs/data-model/rooms.md``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
-from uuid import UUID
 
-from gateway.db import clock
 from gateway.db.lwt import retry_unknown_outcome
-from gateway.db.session import Database, Row
+from gateway.db.session import Database
+from gateway.rooms.records import RoomRecord
 from gateway.settings import Settings
 
 _ROOM_COLUMNS = "name, id, creator_login, created_at, banner"
-
-
-@dataclass(frozen=True)
-class RoomRecord:
-    name: str
-    id: UUID
-    creator_login: str
-    created_at: datetime
-    banner: str | None
-
-    @classmethod
-    def from_row(cls, row: Row) -> RoomRecord | None:
-        """The room, or None for a "zombie" row (cells of a deleted room, no creator)."""
-        if row["id"] is None or row["creator_login"] is None or row["created_at"] is None:
-            return None
-        return cls(
-            name=row["name"],
-            id=row["id"],
-            creator_login=row["creator_login"],
-            created_at=clock.utc(row["created_at"]),
-            banner=row["banner"],
-        )
 
 
 @dataclass(frozen=True)

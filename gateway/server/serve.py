@@ -6,11 +6,10 @@ connections over them.
 
 Once the app is ready, what is alive (modules, the schema, the driver's cluster
 metadata) is frozen out of the cyclic garbage collector's walks: before, each
-full collection walked all of it, 26 times in a benchmark run at about 50 ms
-each, 11% of the process's CPU, and each one a pause of every request in
-flight. The young generation's threshold is raised too: a page of rows
-allocates thousands of objects, which the default (700) collected several
-times per request.
+full collection walked all of it, a pause of every request in flight and a
+visible share of the process's CPU (``bench/NOTES.md``). The young generation's
+threshold is raised too: a page of rows allocates thousands of objects, which
+the default (700) collected several times per request.
 """
 
 from __future__ import annotations

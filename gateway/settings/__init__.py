@@ -494,7 +494,7 @@ class Settings:
     messenger_activity_slot: int = setting(
         "GATEWAY_MESSENGER_ACTIVITY_SLOT",
         60,
-        "seconds per slot of the talk-partner recency index (`gateway/messenger/activity.py`; after "
+        "seconds per slot of the talk-partner recency index (`gateway/messenger/activity_store.py`; after "
         "changing it, run `gateway backfill messenger`)",
         group=MESSENGER,
         aliases=("MESSENGER_ACTIVITY_SLOT",),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from gateway.db.session import IN_CHUNK
 from gateway.graph.context import Context
 from gateway.graph.dataloader import Loader
-from gateway.users.store import UserRecord, UserStore
+from gateway.users.records import UserRecord
+from gateway.users.store import UserStore
 
 
 def user_loader(context: Context) -> Loader[str, UserRecord | None]:

@@ -1,182 +1,24 @@
-"""Users and sessions: types, queries and mutations."""
+"""The users domain's root fields: ``Query.user`` and the account mutations, with their inputs."""
 
 from __future__ import annotations
-
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from datetime import datetime
-from operator import attrgetter
-from typing import Any
 
 import strawberry
 from strawberry.types import Info
 
-from gateway.errors import NotFound
 from gateway.graph import validation
 from gateway.graph.context import Context, context_of
-from gateway.graph.cost import text_bound
-from gateway.graph.node import ID_DESCRIPTION, Node, global_id
-from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
 from gateway.ratelimit.policy import Limit
 from gateway.users import rules
-from gateway.users.loaders import user_loader
+from gateway.users.records import SessionRecord, UserRecord
 from gateway.users.service import AccountService, NewAccount
-from gateway.users.store import SessionRecord, SessionStore, UserRecord, UserStore
+from gateway.users.store import SessionStore, UserStore
+from gateway.users.types import AuthPayload, User, user_node
 
 
 def service(context: Context) -> AccountService:
     return AccountService(
         context.store(UserStore), context.store(SessionStore), context.settings, context.pubsub
     )
-
-
-def _user_id(self: User) -> strawberry.ID:
-    return global_id("User", self.login)
-
-
-@strawberry.type(description="A registered user.")
-class User(Node):
-    """The fields other domains add (``rooms``, ``posts`` ...) are joined onto this
-    type at the composition root, ``gateway/schema.py``. The global id is made when
-    selected: pages of items carry their users, whose ids are seldom asked for."""
-
-    id: strawberry.ID = computed_field(_user_id, description=ID_DESCRIPTION)
-    login: str
-    firstname: str
-    lastname: str
-    bio: str = strawberry.field(metadata=text_bound(rules.BIO_MAX))
-    created_at: datetime
-    _email: strawberry.Private[str]
-
-    @strawberry.field(description="Only on yourself; null for others.")
-    async def email(self, info: Info) -> str | None:
-        viewer = await context_of(info).viewer()
-        return self._email if viewer == self.login else None
-
-    @classmethod
-    def of(cls, record: UserRecord) -> User:
-        return cls(
-            login=record.login,
-            firstname=record.firstname,
-            lastname=record.lastname,
-            bio=record.bio,
-            created_at=record.created_at,
-            _email=record.email,
-        )
-
-
-async def load_user(info: Info, login: str) -> User | None:
-    """A user through the request's batching loader."""
-    record = await context_of(info).loader(user_loader).load(login)
-    return User.of(record) if record else None
-
-
-async def user_node(info: Info, login: str) -> User | None:
-    """``node``'s lookup of a ``User`` global id."""
-    key = rules.login_or_none(login)
-    return await load_user(info, key) if key else None
-
-
-async def load_users(info: Info, logins: Iterable[str]) -> list[User]:
-    """Users in the given order, skipping logins that no longer exist."""
-    records = await context_of(info).loader(user_loader).load_many(list(logins))
-    return [User.of(r) for r in records if r is not None]
-
-
-async def users_by_login(info: Info, logins: Iterable[str]) -> dict[str, User]:
-    """The users of ``logins`` (those that exist), loaded in one batch: list
-    resolvers hand them to their items (see ``gateway/graph/selection.py``)."""
-    wanted = sorted(set(logins))
-    records = await context_of(info).loader(user_loader).load_many(wanted)
-    return {login: User.of(record) for login, record in zip(wanted, records, strict=True) if record}
-
-
-async def require_user(info: Info, login: str) -> User:
-    """A user that must exist (the acting user, a message's author ...)."""
-    user = await load_user(info, login)
-    if user is None:
-        raise NotFound(f"No user '{login}'.")
-    return user
-
-
-#: Users a list resolver loaded for its items in one batch, by login; None: nothing prefetched.
-Prefetched = Mapping[str, User] | None
-
-# The helpers below serve the plain (not async) resolvers of list items: they
-# return the prefetched value itself, or an awaitable that graphql-core awaits, so
-# a list resolved from prefetched users needs no awaitable per item. Such a
-# resolver declares its GraphQL type with ``graphql_type=``.
-
-
-def read_prefetched(prefetched: Prefetched, login: str | None) -> Any:
-    """``login``'s user when it needs no loading (None without a login), else ``NOT_READ``.
-
-    The user resolvers below answer with it first, and the same function is their plain
-    reader (``gateway/graph/plain_fields.py``), so the fast path reads exactly what the
-    resolver returns."""
-    if login is None:
-        return None
-    if prefetched is not None and login in prefetched:
-        return prefetched[login]
-    return NOT_READ
-
-
-def prefetched_user(info: Info, prefetched: Prefetched, login: str) -> User | Awaitable[User]:
-    """``login``'s user, which must exist: from ``prefetched``, or loaded."""
-    found = read_prefetched(prefetched, login)
-    return require_user(info, login) if found is NOT_READ else found
-
-
-def prefetched_user_or_none(
-    info: Info, prefetched: Prefetched, login: str | None
-) -> User | Awaitable[User | None] | None:
-    """``login``'s user (None without a login or a user): from ``prefetched``, or loaded."""
-    found = read_prefetched(prefetched, login)
-    return load_user(info, login) if found is NOT_READ and login is not None else found
-
-
-def prefetched_user_field(
-    login_of: Callable[[Any], str | None], *, users: str = "_users", optional: bool = False, **options: Any
-) -> Any:
-    """A user field of a list's item: ``login_of(item)``'s user from the users the list
-    prefetched into the item's ``users`` attribute (on the plain-fields path), else
-    loaded. ``optional``: null without a login or a user (else the user must exist)."""
-    users_of = attrgetter(users)
-
-    def read(item: Any) -> Any:
-        return read_prefetched(users_of(item), login_of(item))
-
-    if optional:
-
-        def resolve_or_none(self: Any, info: Info) -> Any:
-            return prefetched_user_or_none(info, users_of(self), login_of(self))
-
-        return strawberry.field(
-            resolver=resolve_or_none, graphql_type=User | None, metadata=plain_reader(read), **options
-        )
-
-    def resolve(self: Any, info: Info) -> Any:
-        login = login_of(self)
-        assert login is not None
-        return prefetched_user(info, users_of(self), login)
-
-    return strawberry.field(resolver=resolve, graphql_type=User, metadata=plain_reader(read), **options)
-
-
-def prefetched_users(
-    info: Info, prefetched: Prefetched, logins: Sequence[str]
-) -> list[User] | Awaitable[list[User]]:
-    """The users of ``logins`` in order, skipping missing ones: from ``prefetched`` when
-    it has them all, or loaded."""
-    if prefetched is not None and all(login in prefetched for login in logins):
-        return [prefetched[login] for login in logins]
-    return load_users(info, logins)
-
-
-@strawberry.type
-class AuthPayload:
-    token: str
-    user: User
-    expires_at: datetime
 
 
 @strawberry.input

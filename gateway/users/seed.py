@@ -6,7 +6,8 @@ from gateway.db import clock
 from gateway.db.session import Database
 from gateway.settings import Settings
 from gateway.users.passwords import hash_password
-from gateway.users.store import UserRecord, UserStore
+from gateway.users.records import UserRecord
+from gateway.users.store import UserStore
 
 DEMO_PASSWORD = "demo-password"
 

@@ -16,7 +16,8 @@ from gateway.db import clock
 from gateway.errors import Conflict, NotFound, Unauthenticated
 from gateway.settings import Settings
 from gateway.users.passwords import hash_password, verify_password
-from gateway.users.store import SessionRecord, SessionStore, UserRecord, UserStore
+from gateway.users.records import SessionRecord, UserRecord
+from gateway.users.store import SessionStore, UserStore
 
 WRONG_CREDENTIALS = "Wrong login or password."
 

@@ -8,13 +8,12 @@ from datetime import UTC, datetime
 import pytest
 
 from gateway.broker.codec import EventCodec, UnknownEvent
-from gateway.contacts.jobs import JobKey
-from gateway.contacts.service import Discovery
+from gateway.contacts.events import Discovery
+from gateway.contacts.records import JobKey
 from gateway.db.clock import new_timeuuid
-from gateway.messenger.model import MessageRecord
+from gateway.messenger.records import MessageRecord
 from gateway.rooms.events import RoomEvent, RoomEventKind
-from gateway.rooms.history import RoomMessageRecord
-from gateway.rooms.store import RoomRecord
+from gateway.rooms.records import RoomMessageRecord, RoomRecord
 from gateway.schema import event_codec
 
 

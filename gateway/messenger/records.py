@@ -1,4 +1,4 @@
-"""What the messenger stores, as plain data: messages, talk partners, ids."""
+"""The messenger's rows as records: messages, talk partners, and the conversation id."""
 
 from __future__ import annotations
 

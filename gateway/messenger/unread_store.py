@@ -30,7 +30,7 @@ from uuid import UUID
 from gateway.db.keyed_locks import KeyedLocks
 from gateway.db.lwt import compare_and_set
 from gateway.db.session import Database, Params, Row
-from gateway.messenger.model import PartnerRecord
+from gateway.messenger.records import PartnerRecord
 
 PARTNER_ROW = 0
 CLAIM_ROW = 1

@@ -11,55 +11,14 @@ below that (NTP).
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from gateway.contacts.records import Job, JobKey
 from gateway.db import clock
-from gateway.db.session import Database, Row
+from gateway.db.session import Database
 
-#: Where a link announces its new job to the workers (the message is its :class:`JobKey`).
-FANOUT_CHANNEL = "contacts:fanout"
-#: Partitions the jobs are spread over. Fixed for a keyspace's life: a worker looks
-#: for jobs in exactly these shards.
-SHARDS = 16
 _NEVER_LEASED = datetime(1970, 1, 1, tzinfo=UTC)
 _KEY = "shard = ? AND identity_hash = ? AND owner = ?"
-
-
-def shard_of(identity_hash: bytes) -> int:
-    return identity_hash[0] % SHARDS
-
-
-@dataclass(frozen=True)
-class JobKey:
-    identity_hash: bytes
-    owner: str
-
-    @property
-    def params(self) -> tuple[int, bytes, str]:
-        return shard_of(self.identity_hash), self.identity_hash, self.owner
-
-
-@dataclass(frozen=True)
-class Job:
-    key: JobKey
-    network: str
-    linked_at: datetime
-    #: The last uploader (in login order) whose discovery is recorded; None: none yet.
-    after_login: str | None
-    done: int
-    lease_until: datetime
-
-    @classmethod
-    def from_row(cls, row: Row) -> Job:
-        return cls(
-            key=JobKey(bytes(row["identity_hash"]), row["owner"]),
-            network=row["network"],
-            linked_at=clock.utc(row["linked_at"]),
-            after_login=row["after_login"],
-            done=int(row["done"] or 0),
-            lease_until=clock.utc(row["lease_until"]),
-        )
 
 
 _COLUMNS = "identity_hash, owner, network, linked_at, after_login, done, lease_until"

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from dataclasses import dataclass
-from datetime import datetime
 from uuid import UUID
 
-from gateway.db.clock import new_timeuuid, time_of
+from gateway.db.clock import new_timeuuid
 from gateway.db.session import Database, Row
 from gateway.db.timeline import (
     BucketedTimeline,
@@ -25,6 +23,7 @@ from gateway.db.timeline import (
     bucket_of_timeuuid,
     validate_granularity,
 )
+from gateway.rooms.records import RoomMessageRecord
 from gateway.settings import Settings
 
 #: (room id, bucket) pairs this process knows to be in the bucket index, so that
@@ -43,20 +42,6 @@ _HISTORY = BucketedTimeline(
     columns="message_id, author_login, content, system_message",
     newest_first=True,
 )
-
-
-@dataclass(frozen=True)
-class RoomMessageRecord:
-    room_name: str
-    room_id: UUID
-    id: UUID
-    author_login: str | None
-    content: str
-    system_message: bool
-
-    @property
-    def posted_at(self) -> datetime:
-        return time_of(self.id)
 
 
 class RoomHistory:

@@ -49,6 +49,7 @@ from uuid import UUID
 from gateway.db import clock
 from gateway.db.lwt import retry_unknown_outcome
 from gateway.db.session import Database, chunked
+from gateway.rooms.records import UserRoom
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -58,15 +59,6 @@ CLEANUP_PAGE = 100
 #: Stale ``user_rooms`` rows a process deletes in the background at once; more
 #: found meanwhile are left for a later read to find again.
 MAX_PENDING_REPAIRS = 1000
-
-
-@dataclass(frozen=True)
-class UserRoom:
-    """A row of ``user_rooms``: a room by name and the incarnation that was joined."""
-
-    login: str
-    room_name: str
-    room_id: UUID
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
+from gateway.contacts.records import Pending
 from gateway.db import clock
 from gateway.db.lwt import compare_and_set
 from gateway.db.session import Database
@@ -42,18 +42,6 @@ def code_hash(key: bytes, login: str, identity_hash: bytes, code: str) -> bytes:
     """Bound to the user and the identity: a stored hash is worth nothing for another pair."""
     message = f"{login}:{identity_hash.hex()}:{code}".encode()
     return hmac.new(key, message, hashlib.sha256).digest()
-
-
-@dataclass(frozen=True)
-class Pending:
-    """A stored verification; ``code_hash`` is None once the code is burnt."""
-
-    code_hash: bytes | None
-    expires_at: datetime
-    wrong_codes: int
-
-    def seconds_left(self) -> int:
-        return max(1, int((self.expires_at - clock.now()).total_seconds()) + 1)
 
 
 _KEY = "login = ? AND identity_hash = ?"

@@ -1,0 +1,198 @@
+"""The mail domain's object types: ``Folder`` (with its emails), ``EmailSummary``,
+``Email`` and ``Attachment``; ``folder_node`` finds one of the viewer's folders for
+``Query.node``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from datetime import datetime
+from uuid import UUID
+
+import strawberry
+from strawberry.types import Info
+
+from gateway.graph.context import context_of
+from gateway.graph.cost import max_items, text_bound
+from gateway.graph.node import Node, global_id
+from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.plain_fields import source_field
+from gateway.graph.selection import selects
+from gateway.mail import rules
+from gateway.mail.links import DownloadLinks, SignedLink
+from gateway.mail.loaders import unread_counts_loader
+from gateway.mail.records import AttachmentRecord, EmailRecord, FolderEntry, FolderRecord, Placement
+from gateway.mail.store import MailStore
+from gateway.mail.uploads import MAX_FILES
+from gateway.users.types import (
+    Prefetched,
+    User,
+    load_users,
+    prefetched_user_field,
+    require_user,
+    users_by_login,
+)
+
+EMAILS_PAGE = 50
+
+
+@strawberry.type(description="A file attached to an email.")
+class Attachment:
+    id: strawberry.ID
+    filename: str
+    content_type: str
+    size: int = strawberry.field(description="Bytes.")
+    chunk_count: int = strawberry.field(description="Stored chunks of at most 1000 KiB.")
+    _email_id: strawberry.Private[UUID]
+    _link: strawberry.Private[SignedLink | None] = None
+
+    async def _signed(self, info: Info) -> SignedLink:
+        if self._link is None:
+            context = context_of(info)
+            viewer = await context.require_viewer()
+            request = context.request
+            origin = f"{request.scheme}://{request.host}" if request is not None else ""
+            links = context.store(DownloadLinks)
+            self._link = links.mint(origin, self._email_id, self.filename, viewer)
+        return self._link
+
+    @strawberry.field(
+        description="Absolute URL of the download, signed for you: it works without the "
+        "Authorization header (in an <img>, a download manager) until urlExpiresAt. Honours "
+        "Range, ETag and If-None-Match."
+    )
+    async def url(self, info: Info) -> str:
+        return (await self._signed(info)).url
+
+    @strawberry.field(
+        description="When url stops working (at least GATEWAY_DOWNLOAD_URL_TTL_SECONDS after "
+        "this response); ask for the attachment again for a fresh one."
+    )
+    async def url_expires_at(self, info: Info) -> datetime:
+        return (await self._signed(info)).expires_at
+
+    @classmethod
+    def of(cls, email: EmailRecord, record: AttachmentRecord) -> Attachment:
+        return cls(
+            id=strawberry.ID(str(record.attachment_id)),
+            filename=record.filename,
+            content_type=record.content_type,
+            size=record.size,
+            chunk_count=record.chunk_count,
+            _email_id=email.id,
+        )
+
+
+@strawberry.type(description="An email as a folder lists it.")
+class EmailSummary:
+    """Fields are read from the folder's row when the query selects them, and resolve on
+    the plain-fields path."""
+
+    _entry: strawberry.Private[FolderEntry]
+    #: Senders prefetched by the page resolver; None: not prefetched.
+    _senders: strawberry.Private[Prefetched] = None
+
+    id: strawberry.ID = source_field("_entry.id", str)
+    subject: str = source_field("_entry.subject")
+    sent_at: datetime = source_field("_entry.sent_at")
+    read: bool = source_field("_entry.read")
+    has_attachments: bool = source_field("_entry.has_attachments")
+    from_: User | Awaitable[User] = prefetched_user_field(
+        lambda e: e._entry.sender, users="_senders", name="from"
+    )
+
+    @classmethod
+    def of(cls, entry: FolderEntry, senders: Prefetched = None) -> EmailSummary:
+        return cls(_entry=entry, _senders=senders)
+
+
+@strawberry.type(description="One email, as its sender or a recipient sees it.")
+class Email:
+    id: strawberry.ID
+    subject: str
+    body: str = strawberry.field(metadata=text_bound(rules.BODY_MAX))
+    sent_at: datetime
+    read: bool = strawberry.field(description="Whether you have read it.")
+    folder: str = strawberry.field(description="The label of your folder that holds it.")
+    attachments: list[Attachment] = strawberry.field(metadata=max_items(MAX_FILES))
+    _record: strawberry.Private[EmailRecord]
+
+    @strawberry.field(name="from")
+    async def from_(self, info: Info) -> User:
+        return await require_user(info, self._record.sender)
+
+    @strawberry.field(metadata=max_items(rules.MAX_RECIPIENTS))
+    async def to(self, info: Info) -> list[User]:
+        return await load_users(info, self._record.recipients)
+
+    @classmethod
+    def of(cls, email: EmailRecord, placement: Placement) -> Email:
+        return cls(
+            id=strawberry.ID(str(email.id)),
+            subject=email.subject,
+            body=email.body,
+            sent_at=email.sent_at,
+            read=placement.read,
+            folder=placement.label,
+            attachments=[Attachment.of(email, a) for a in email.attachments],
+            _record=email,
+        )
+
+
+@strawberry.type(description="A mail folder: inbox, sent, or one of your own.")
+class Folder(Node):
+    label: str
+    color: str
+    unread_count: int
+    _login: strawberry.Private[str]
+
+    @strawberry.field(description="The folder's emails, newest first.")
+    async def emails(
+        self, info: Info, first: int | None = EMAILS_PAGE, after: str | None = None
+    ) -> Connection[EmailSummary]:
+        size = page_size(info, first, EMAILS_PAGE)
+        position = decode_position(after)
+        if size == 0:
+            return Connection.empty()
+        page = (
+            await context_of(info)
+            .store(MailStore)
+            .folder_page(self._login, self.label, first=size, after=position)
+        )
+        senders = None
+        if selects(info, "from"):
+            senders = await users_by_login(info, (entry.sender for _, entry in page.items))
+        return Connection.of(
+            [(position_cursor(pos), EmailSummary.of(entry, senders)) for pos, entry in page.items],
+            page.has_next,
+        )
+
+    @classmethod
+    def of(cls, login: str, record: FolderRecord, unread: int) -> Folder:
+        # A counter can dip below zero after a lost write until it is recounted.
+        return cls(
+            id=global_id("Folder", login, record.label),
+            label=record.label,
+            color=record.color,
+            unread_count=max(0, unread),
+            _login=login,
+        )
+
+
+async def load_folder(info: Info, owner: str, label: str) -> Folder | None:
+    key = rules.label_or_none(label)
+    if key is None:
+        return None
+    context = context_of(info)
+    record = await context.store(MailStore).folder(owner, key)
+    if record is None:
+        return None
+    counts = await context.loader(unread_counts_loader).load(owner)
+    return Folder.of(owner, record, counts.get(key, 0))
+
+
+async def folder_node(info: Info, owner: str, label: str) -> Folder | None:
+    """``node``'s lookup of a ``Folder`` global id: only the owner's own folders."""
+    if await context_of(info).viewer() != owner:
+        return None
+    return await load_folder(info, owner, label)
