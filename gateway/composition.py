@@ -30,7 +30,8 @@ from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.contacts.fanout import FanoutWorker
 from gateway.contacts.service import ContactDirectory
 from gateway.db.session import Database
-from gateway.graph.context import Services
+from gateway.graph.context import Context, Services
+from gateway.graph.live import LiveHub
 from gateway.http.client_address import request_address_key
 from gateway.http.persisted import DocumentStore, PersistedQueries
 from gateway.http.persisted import from_settings as persisted_queries
@@ -130,9 +131,20 @@ def compose(
         address_of=lambda request: request_address_key(request, trusted),
     )
     fanout = FanoutWorker(services.store(ContactDirectory).store, services.pubsub, settings)
+    schema = schema or build_schema(settings)
+
+    def event_context(viewer: str | None, token: str | None) -> Context:
+        context = Context(services, token=token, websocket=True)
+        if viewer is None:
+            context.anonymous()
+        else:
+            context.signed_in_as(viewer, token or "")
+        return context
+
+    services.live = LiveHub(services.pubsub, schema._schema, event_context, schema.execution_context_class)
     return Composition(
         services=services,
-        schema=schema or build_schema(settings),
+        schema=schema,
         persisted_queries=persisted_queries(
             settings.trusted_documents, settings.introspection_allowed, documents_of(shared, settings)
         ),

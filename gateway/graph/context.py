@@ -22,6 +22,7 @@ from gateway.db.session import Database, RequestMetrics
 from gateway.errors import Unauthenticated
 from gateway.graph import validation
 from gateway.graph.dataloader import Loader
+from gateway.graph.live import LiveHub
 from gateway.graph.observability import OperationRecorder
 from gateway.ratelimit.limiter import RateLimiter
 from gateway.ratelimit.policy import Limit, RateLimits
@@ -88,6 +89,8 @@ class Services:
     metrics: OperationRecorder | None = None
     #: The client address of a request, as per-address limits key it.
     address_of: AddressOf = _no_address
+    #: Delivers subscription events (see ``gateway/graph/live.py``); set by the composition root.
+    live: LiveHub | None = None
     rate_limits: RateLimits = field(init=False)
     _stores: dict[StoreClass[Any], Any] = field(default_factory=dict)
 
@@ -202,6 +205,12 @@ class Context:
     @property
     def pubsub(self) -> PubSub:
         return self.services.pubsub
+
+    @property
+    def live(self) -> LiveHub:
+        hub = self.services.live
+        assert hub is not None, "the composition root makes the live hub"
+        return hub
 
     def store(self, cls: StoreClass[S]) -> S:
         return self.services.store(cls)

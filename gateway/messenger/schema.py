@@ -12,10 +12,12 @@ from strawberry.types import Info
 
 from gateway.errors import NotFound
 from gateway.graph.context import Context, context_of
+from gateway.graph.live import Verdict
 from gateway.graph.pagination import Connection, Edge, PageInfo, page_size
 from gateway.messenger import rules
 from gateway.messenger.cursors import edges_by_recency, spot_cursor, spot_position
-from gateway.messenger.events import message_events
+from gateway.messenger.events import user_messages_channel
+from gateway.messenger.records import MessageRecord
 from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
 from gateway.messenger.types import Conversation, DirectMessage, TalkPartner
@@ -116,7 +118,18 @@ class MessengerSubscription:
     async def message_received(self, info: Info) -> AsyncGenerator[DirectMessage, None]:
         context = context_of(info)
         login = await context.require_viewer()
-        async with message_events(context.pubsub, login) as messages:
-            async for message in messages:
-                context.fresh()
-                yield DirectMessage.of(message)
+        async with context.live.follow(user_messages_channel(login)) as follow:
+            await follow.go_live(
+                _every_message, _direct_message, viewer=login, token=context.token, per_viewer=True
+            )
+            async for message in follow.events():
+                yield message
+
+
+def _every_message(event: object) -> Verdict:
+    """A user's own channel carries only messages to or from them."""
+    return Verdict.DELIVER if isinstance(event, dict) else Verdict.SKIP
+
+
+def _direct_message(event: dict[str, object]) -> DirectMessage:
+    return DirectMessage.of(MessageRecord.from_event(event))

@@ -17,6 +17,7 @@ from strawberry.types import Info
 
 from gateway.graph.context import context_of
 from gateway.graph.cost import text_bound
+from gateway.graph.live import viewer_dependent
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
@@ -79,7 +80,7 @@ class DirectMessage:
         graphql_type=str | None,
         description="The key the sender's client sent it with (to match an optimistic update); "
         "null for anyone but the sender.",
-        metadata=plain_reader(_read_client_message_id),
+        metadata={**plain_reader(_read_client_message_id), **viewer_dependent()},
     )
 
     @classmethod

@@ -15,6 +15,7 @@ from strawberry.types import Info
 from gateway.errors import BadUserInput, Forbidden
 from gateway.graph.context import context_of
 from gateway.graph.cost import text_bound
+from gateway.graph.live import viewer_dependent
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
@@ -116,7 +117,8 @@ class Room(Node):
 
     @strawberry.field(
         description="Newest first. Participants only: FORBIDDEN for others, UNAUTHENTICATED when "
-        "signed out. Includes system messages (joins, leaves)."
+        "signed out. Includes system messages (joins, leaves).",
+        metadata=viewer_dependent(),
     )
     async def messages(
         self, info: Info, first: int | None = MESSAGES_PAGE, after: str | None = None

@@ -82,6 +82,7 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView[Context, None]):
             heartbeat=settings.ws_keep_alive_seconds,
             # A message is held whole like a JSON body, so it has the same limit (close 1009).
             max_msg_size=settings.max_json_bytes,
+            compress=settings.ws_compression,
         )
         await response.prepare(request)
         request[UPGRADED] = True
@@ -204,6 +205,8 @@ def create_app(
     app[ENDPOINT] = Endpoint(composition.schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
     metrics = install_metrics(app)
     services.metrics = metrics
+    if services.live is not None:
+        services.live.on_delivered = metrics.delivered
     metrics.set_broker_state(services.pubsub.state)
     if isinstance(services.pubsub, RedisPubSub):
         services.pubsub.state_listener = metrics.set_broker_state

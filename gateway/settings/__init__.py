@@ -358,6 +358,21 @@ class Settings:
         group=SOCKETS,
         bounds=POSITIVE,
     )
+    ws_send_buffer_bytes: int = setting(
+        "GATEWAY_WS_SEND_BUFFER_BYTES",
+        1024 * 1024,
+        "bytes of subscription results that may wait in one WebSocket's send buffer; a socket whose "
+        "peer falls further behind is cut off (close 1013, then dropped) instead of buffered",
+        group=SOCKETS,
+        bounds=POSITIVE,
+    )
+    ws_compression: bool = setting(
+        "GATEWAY_WS_COMPRESSION",
+        False,
+        "offer per-message deflate on WebSockets (off: every socket's frames of one event are the same "
+        "bytes, written without compressing each)",
+        group=SOCKETS,
+    )
 
     session_ttl_days: float = setting(
         "GATEWAY_SESSION_TTL_DAYS",

@@ -20,6 +20,7 @@ from strawberry.types import Info
 from gateway.errors import NotFound
 from gateway.graph.context import context_of
 from gateway.graph.cost import text_bound
+from gateway.graph.live import viewer_dependent
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
 from gateway.users import rules
@@ -45,7 +46,7 @@ class User(Node):
     created_at: datetime
     _email: strawberry.Private[str]
 
-    @strawberry.field(description="Only on yourself; null for others.")
+    @strawberry.field(description="Only on yourself; null for others.", metadata=viewer_dependent())
     async def email(self, info: Info) -> str | None:
         viewer = await context_of(info).viewer()
         return self._email if viewer == self.login else None
