@@ -19,7 +19,7 @@ from gateway.blog.records import CommentRecord, PostRecord, PostSummary
 from gateway.graph.context import context_of
 from gateway.graph.cost import max_items, text_bound
 from gateway.graph.node import Node, global_id
-from gateway.graph.pagination import Connection, page_size, position_cursor
+from gateway.graph.pagination import Connection, page_request, position_cursor
 from gateway.graph.plain_fields import NOT_READ, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.users.types import User, require_user, users_by_login
@@ -154,14 +154,22 @@ class Post(Node):
 
     @strawberry.field(description="Oldest first.")
     async def comments(
-        self, info: Info, first: int | None = COMMENTS_PAGE, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = COMMENTS_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Comment]:
-        size = page_size(info, first, COMMENTS_PAGE)
-        position = timeline_position(after)
-        page = await context_of(info).store(CommentStore).page(self.slug, first=size, after=position)
-        return Connection.of(
-            [(position_cursor(pos), Comment.of(record)) for pos, record in page.items], page.has_next
+        request = page_request(info, first, after, last, before, COMMENTS_PAGE)
+        position = timeline_position(request.cursor, request.cursor_field)
+        page = (
+            await context_of(info)
+            .store(CommentStore)
+            .page(self.slug, size=request.size, cursor=position, backward=request.backward)
         )
+        edges = [(position_cursor(pos), Comment.of(record)) for pos, record in page.items]
+        return Connection.paged(request, edges, page.more, page.beyond)
 
 
 async def post_node(info: Info, slug: str) -> Post | None:

@@ -15,7 +15,7 @@ from strawberry.types import Info
 from gateway.graph.context import context_of
 from gateway.graph.cost import max_items, text_bound
 from gateway.graph.node import Node, global_id
-from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.pagination import Connection, decode_position, page_request, position_cursor
 from gateway.graph.plain_fields import source_field
 from gateway.graph.selection import selects
 from gateway.mail import rules
@@ -148,24 +148,27 @@ class Folder(Node):
 
     @strawberry.field(description="The folder's emails, newest first.")
     async def emails(
-        self, info: Info, first: int | None = EMAILS_PAGE, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = EMAILS_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[EmailSummary]:
-        size = page_size(info, first, EMAILS_PAGE)
-        position = decode_position(after)
-        if size == 0:
-            return Connection.empty()
+        request = page_request(info, first, after, last, before, EMAILS_PAGE)
+        position = decode_position(request.cursor, request.cursor_field)
         page = (
             await context_of(info)
             .store(MailStore)
-            .folder_page(self._login, self.label, first=size, after=position)
+            .folder_page(
+                self._login, self.label, size=request.size, cursor=position, backward=request.backward
+            )
         )
         senders = None
         if selects(info, "from"):
             senders = await users_by_login(info, (entry.sender for _, entry in page.items))
-        return Connection.of(
-            [(position_cursor(pos), EmailSummary.of(entry, senders)) for pos, entry in page.items],
-            page.has_next,
-        )
+        edges = [(position_cursor(pos), EmailSummary.of(entry, senders)) for pos, entry in page.items]
+        return Connection.paged(request, edges, page.more, page.beyond)
 
     @classmethod
     def of(cls, login: str, record: FolderRecord, unread: int) -> Folder:

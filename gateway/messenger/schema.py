@@ -13,9 +13,9 @@ from strawberry.types import Info
 from gateway.errors import NotFound
 from gateway.graph.context import Context, context_of
 from gateway.graph.live import Verdict
-from gateway.graph.pagination import Connection, Edge, PageInfo, page_size
+from gateway.graph.pagination import Connection, Flag, page_request
 from gateway.messenger import rules
-from gateway.messenger.cursors import edges_by_recency, spot_cursor, spot_position
+from gateway.messenger.cursors import mark_cursor, mark_position
 from gateway.messenger.events import user_messages_channel
 from gateway.messenger.records import MessageRecord
 from gateway.messenger.service import MessengerService
@@ -54,24 +54,32 @@ class MessengerMe:
         "never repeat them."
     )
     async def talk_partners(
-        self, info: Info, first: int | None = TALK_PARTNERS_PAGE, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = TALK_PARTNERS_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[TalkPartner]:
-        size = page_size(info, first, TALK_PARTNERS_PAGE)
-        page = (
-            await context_of(info)
-            .store(MessengerStore)
-            .partners_page(self.login, first=size, after=spot_position(after))
+        request = page_request(info, first, after, last, before, TALK_PARTNERS_PAGE)
+        cursor = mark_position(request.cursor, request.cursor_field)
+        store = context_of(info).store(MessengerStore)
+        page = await store.partners_page(
+            self.login, size=request.size, cursor=cursor, backward=request.backward
         )
-        edges = edges_by_recency(page)
-        nodes = await TalkPartner.list_of(info, [record for _, record in edges])
-        return Connection(
-            edges=[Edge(cursor=cursor, node=node) for (cursor, _), node in zip(edges, nodes, strict=True)],
-            page_info=PageInfo(
-                has_next_page=page.has_next,
-                end_cursor=spot_cursor(page.end) if page.end else None,
-                start_cursor=edges[0][0] if edges else None,
-            ),
-        )
+        items = page.items[::-1] if request.backward else page.items
+        nodes = await TalkPartner.list_of(info, [record for _, record in items])
+        edges = [(mark_cursor(mark), node) for (mark, _), node in zip(items, nodes, strict=True)]
+        beyond: Flag = False
+        if cursor is not None:
+            edge = (items[-1] if request.backward else items[0])[0] if items else cursor
+            login, backward = self.login, not request.backward
+
+            async def probe() -> bool:
+                return (await store.partners_page(login, size=0, cursor=edge, backward=backward)).more
+
+            beyond = probe
+        return Connection.paged(request, edges, page.more, beyond)
 
     @strawberry.field(description="Your conversation with `with` (empty when you never talked).")
     async def conversation(self, info: Info, with_: WithArgument) -> Conversation:

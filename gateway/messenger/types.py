@@ -19,7 +19,7 @@ from gateway.graph.context import context_of
 from gateway.graph.cost import text_bound
 from gateway.graph.live import viewer_dependent
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
-from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.pagination import Connection, decode_position, page_request, position_cursor
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.messenger import rules
@@ -151,14 +151,19 @@ class Conversation:
 
     @strawberry.field(description="Newest first.")
     async def messages(
-        self, info: Info, first: int | None = MESSAGES_PAGE, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = MESSAGES_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[DirectMessage]:
-        size = page_size(info, first, MESSAGES_PAGE)
-        position = decode_position(after)
+        request = page_request(info, first, after, last, before, MESSAGES_PAGE)
+        position = decode_position(request.cursor, request.cursor_field)
         page = (
             await context_of(info)
             .store(MessengerStore)
-            .messages_page(str(self.id), first=size, after=position)
+            .messages_page(str(self.id), size=request.size, cursor=position, backward=request.backward)
         )
         # Who is asking, once for the page, when its messages show their senders' keys.
         viewer = await context_of(info).viewer() if page.items and selects(info, "clientMessageId") else None
@@ -167,10 +172,8 @@ class Conversation:
             users = await users_by_login(
                 info, {login for _, r in page.items for login in (r.sender, r.recipient)}
             )
-        return Connection.of(
-            [(position_cursor(at), DirectMessage.of(record, users, viewer)) for at, record in page.items],
-            page.has_next,
-        )
+        edges = [(position_cursor(at), DirectMessage.of(record, users, viewer)) for at, record in page.items]
+        return Connection.paged(request, edges, page.more, page.beyond)
 
 
 def _talk_partner_id(self: TalkPartner) -> strawberry.ID:

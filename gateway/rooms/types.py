@@ -17,7 +17,7 @@ from gateway.graph.context import context_of
 from gateway.graph.cost import text_bound
 from gateway.graph.live import viewer_dependent
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
-from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.pagination import Connection, decode_position, page_request, page_size, position_cursor
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.rooms import rules
@@ -121,23 +121,30 @@ class Room(Node):
         metadata=viewer_dependent(),
     )
     async def messages(
-        self, info: Info, first: int | None = MESSAGES_PAGE, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = MESSAGES_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[RoomMessage]:
         context = context_of(info)
-        size = page_size(info, first, MESSAGES_PAGE)
-        position = decode_position(after)
+        request = page_request(info, first, after, last, before, MESSAGES_PAGE)
+        position = decode_position(request.cursor, request.cursor_field)
         viewer = await context.require_viewer()
         if not await context.store(MemberStore).is_participant(self._record.id, viewer):
             raise Forbidden(f"Join '{self.name}' to read its messages.")
-        page = await context.store(RoomHistory).page(self.name, self._record.id, first=size, after=position)
+        page = await context.store(RoomHistory).page(
+            self.name, self._record.id, size=request.size, cursor=position, backward=request.backward
+        )
         authors = None
         if selects(info, "author"):
             authors = await users_by_login(info, (m.author_login for _, m in page.items if m.author_login))
         room = Room.of(self._record)
-        return Connection.of(
-            [(position_cursor(pos), RoomMessage.of(message, room, authors)) for pos, message in page.items],
-            page.has_next,
-        )
+        edges = [
+            (position_cursor(pos), RoomMessage.of(message, room, authors)) for pos, message in page.items
+        ]
+        return Connection.paged(request, edges, page.more, page.beyond)
 
 
 @strawberry.type(description="A message in a room; system messages (joins, leaves) have no author.")
