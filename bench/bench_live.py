@@ -86,6 +86,7 @@ from bench.bench_workers import _ready_workers
 from bench.client import GraphQLClient, HttpError
 from bench.harness import _free_port, _process_tree_cpu
 from bench.live_load import read_dump
+from bench.profile import profiling
 from devnode.cassandra import CassandraNode
 from devnode.redis import RedisServer
 from gateway.broker.memory import InProcessPubSub
@@ -277,6 +278,7 @@ class Resources:
     at: float
     gateway_cpu: float
     load_cpu: float
+    sender_cpu: float
     node_cpu: float
     redis_cpu: float
     machine_busy: float
@@ -299,6 +301,7 @@ class Outcome:
     window: float = 0.0
     gateway_cpu: float = 0.0
     load_cpu: float = 0.0
+    sender_cpu: float = 0.0
     node_cpu: float = 0.0
     redis_cpu: float = 0.0
     machine_busy: float = 0.0
@@ -401,6 +404,8 @@ class Gateway:
     base: str
     http: aiohttp.ClientSession
     client: GraphQLClient
+    #: The errors the gateway logged, once it exited (its log goes to a file, not the report).
+    errors: list[str] = field(default_factory=list)
 
     async def cql_counter(self) -> float:
         async with self.http.get(f"{self.base}/metrics") as response:
@@ -437,15 +442,18 @@ async def gateway(world: World, workers: int) -> AsyncIterator[Gateway]:
         # nothing a delivery does; once in ten minutes it stays out of the node's counts.
         "GATEWAY_CONTACTS_FANOUT_POLL_SECONDS": "600",
     }
+    log = tempfile.TemporaryFile()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway", "serve", "--workers", str(workers), env=env
+        sys.executable, "-m", "gateway", "serve", "--workers", str(workers), env=env, stdout=log, stderr=log
     )
     base = f"http://127.0.0.1:{port}"
     client = GraphQLClient(f"{base}/graphql")
+    under_test: Gateway | None = None
     try:
         async with aiohttp.ClientSession() as http:
             await _ready_workers(http, base, workers)
-            yield Gateway(process.pid, base, http, client)
+            under_test = Gateway(process.pid, base, http, client)
+            yield under_test
     finally:
         client.close()
         if process.returncode is None:
@@ -455,6 +463,31 @@ async def gateway(world: World, workers: int) -> AsyncIterator[Gateway]:
         except TimeoutError:
             process.kill()
             await process.wait()
+        log.seek(0)
+        errors = _logged_errors(log.read().decode(errors="replace"))
+        log.close()
+        if under_test is not None:
+            under_test.errors = errors
+        elif errors:
+            print("\n".join(errors), file=sys.stderr)
+
+
+def _logged_errors(log: str) -> list[str]:
+    """One line per kind of error the gateway logged, with how many times."""
+    kinds: dict[str, int] = {}
+    for line in log.splitlines():
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(record, dict) or record.get("level") not in ("ERROR", "CRITICAL"):
+            continue
+        exception = str(record.get("exception") or "").strip().splitlines()
+        kind = f"{record.get('logger')}: {record.get('message')}" + (
+            f" ({exception[-1]})" if exception else ""
+        )
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return [f"{count} x {kind}" for kind, count in kinds.items()]
 
 
 async def _send(gw: Gateway, plan_: Plan, number: int, content: str, record: Sent | None = None) -> Sent:
@@ -475,9 +508,9 @@ async def _send(gw: Gateway, plan_: Plan, number: int, content: str, record: Sen
     return sent
 
 
-async def _probe_until_live(gw: Gateway, plan_: Plan, case: Case, loads: list[LoadProcess]) -> None:
+async def _probe_until_live(gw: Gateway, plan_: Plan, case: Case, loads: list[LoadProcess]) -> int:
     """Probe messages until every socket has received one (its subscription is live on the
-    process that holds it, and the broker reaches that process)."""
+    process that holds it, and the broker reaches that process); how many rounds it took."""
     targets = range(case.size) if case.scenario == "pairs" else range(1)
     for probe in range(PROBE_ROUNDS):
         answers = await asyncio.gather(*(_send(gw, plan_, t, f"probe={probe};") for t in targets))
@@ -488,7 +521,7 @@ async def _probe_until_live(gw: Gateway, plan_: Plan, case: Case, loads: list[Lo
         while time.monotonic() < deadline:
             statuses = [await load.ask({"cmd": "status", "probe": probe}) for load in loads]
             if sum(s["probed"] for s in statuses) == case.sockets:
-                return
+                return probe + 1
             await asyncio.sleep(0.1)
     live = sum(s["probed"] for s in statuses)
     ended = [e for s in statuses for e in s["ended"]]
@@ -525,7 +558,8 @@ async def _resources(gw: Gateway, loads: list[LoadProcess], world: World) -> Res
     return Resources(
         at=time.monotonic(),
         gateway_cpu=gw.cpu,
-        load_cpu=time.process_time() + sum(load.cpu for load in loads),
+        load_cpu=sum(load.cpu for load in loads),
+        sender_cpu=time.process_time(),
         node_cpu=_process_tree_cpu(world.node_pid) if world.node_pid else 0.0,
         redis_cpu=_process_tree_cpu(world.redis_pid) if world.redis_pid else 0.0,
         machine_busy=_machine_busy(),
@@ -558,6 +592,7 @@ async def run_case(
         processes = max(1, min(processes, case.sockets))
         outcome.load_processes = processes
         host, port = "127.0.0.1", int(gw.base.rsplit(":", 1)[1])
+        opening = time.monotonic()
         loads = [
             await LoadProcess.start({
                 "host": host, "port": port, "path": "/graphql", "subscription": plan_.subscription,
@@ -570,7 +605,13 @@ async def run_case(
             if sum(o["subscribed"] for o in opened) != case.sockets:
                 failed = [f for o in opened for f in o["failed"]]
                 raise RuntimeError(f"not every socket subscribed: {failed}")
-            await _probe_until_live(gw, plan_, case, loads)
+            subscribed = time.monotonic() - opening
+            rounds = await _probe_until_live(gw, plan_, case, loads)
+            print(
+                f"  {case.sockets} sockets subscribed in {subscribed:.1f} s, all live after "
+                f"{rounds} probe round(s)",
+                flush=True,
+            )
             idle_before = await _node_counts(world)
             idle_started = time.monotonic()
             await asyncio.sleep(SETTLE_SECONDS)
@@ -579,16 +620,19 @@ async def run_case(
             outcome.rss_idle_kib = gw.rss_kib
 
             before = await _resources(gw, loads, world)
-            sends = await _send_on_schedule(gw, plan_, first_seq, count, case.rate, grace)
-            last_send = max((s.sent for s in sends), default=time.monotonic())
-            expected_now = count * case.fan_out
-            deadline = last_send + grace
-            while time.monotonic() < deadline:
-                statuses = [await load.ask({"cmd": "status"}) for load in loads]
-                if sum(s["received"] for s in statuses) >= expected_now:
-                    break
-                await asyncio.sleep(POLL_SECONDS)
-            after = await _resources(gw, loads, world)
+            # With BENCH_PROFILE, py-spy samples the (first) gateway process meanwhile.
+            workers = [pid for pid in _tree(gw.pid) if pid != gw.pid]
+            with profiling(gw.pid if case.workers == 1 else min(workers, default=None), case.label):
+                sends = await _send_on_schedule(gw, plan_, first_seq, count, case.rate, grace)
+                last_send = max((s.sent for s in sends), default=time.monotonic())
+                expected_now = count * case.fan_out
+                deadline = last_send + grace
+                while time.monotonic() < deadline:
+                    statuses = [await load.ask({"cmd": "status"}) for load in loads]
+                    if sum(s["received"] for s in statuses) >= expected_now:
+                        break
+                    await asyncio.sleep(POLL_SECONDS)
+                after = await _resources(gw, loads, world)
             outcome.rss_after_kib = gw.rss_kib
 
             rows = []
@@ -602,6 +646,7 @@ async def run_case(
             for load in loads:
                 await load.close()
 
+    outcome.notes.extend(f"gateway logged {e}" for e in gw.errors)
     for status in statuses:
         outcome.notes.extend(f"socket ended: {e}" for e in status["ended"])
         outcome.notes.extend(f"unexpected frame: {u}" for u in status["unexpected"])
@@ -609,6 +654,7 @@ async def run_case(
     outcome.window = after.at - before.at
     outcome.gateway_cpu = after.gateway_cpu - before.gateway_cpu
     outcome.load_cpu = after.load_cpu - before.load_cpu
+    outcome.sender_cpu = after.sender_cpu - before.sender_cpu
     outcome.node_cpu = after.node_cpu - before.node_cpu
     outcome.redis_cpu = after.redis_cpu - before.redis_cpu
     outcome.machine_busy = after.machine_busy - before.machine_busy
@@ -756,8 +802,8 @@ DELIVERY_COLUMNS = (
     "send p99 ms", "sender late ms",
 )  # fmt: skip
 COST_COLUMNS = (
-    "case", "gateway CPU s/1000", "load CPU s/1000",
-    "cores: gateway / load (processes) / node / Redis / other", "CQL/delivery (/metrics)",
+    "case", "gateway CPU s/1000", "load CPU s/1000: sockets + sender",
+    "cores: gateway / sockets (processes) / sender / node / Redis / other", "CQL/delivery (/metrics)",
     "node requests/delivery", "RSS KiB/socket", "gateway RSS MiB before/idle/after",
 )  # fmt: skip
 
@@ -778,15 +824,17 @@ def report(outcomes: list[Outcome], skipped: list[str]) -> None:
     print(_row(COST_COLUMNS))
     print(_row(["---", "---:", "---:", "---", *["---:"] * (len(COST_COLUMNS) - 4)]))
     for o in outcomes:
-        other = o.machine_busy - o.gateway_cpu - o.load_cpu - o.node_cpu - o.redis_cpu
+        other = o.machine_busy - o.gateway_cpu - o.load_cpu - o.sender_cpu - o.node_cpu - o.redis_cpu
         cores = (
             f"{o.cores(o.gateway_cpu):.2f} / {o.cores(o.load_cpu):.2f} ({o.load_processes}) / "
-            f"{o.cores(o.node_cpu):.2f} / {o.cores(o.redis_cpu):.2f} / {o.cores(other):.2f}"
+            f"{o.cores(o.sender_cpu):.2f} / {o.cores(o.node_cpu):.2f} / {o.cores(o.redis_cpu):.2f} / "
+            f"{o.cores(other):.2f}"
         )
+        load = f"{o.per_1000(o.load_cpu):.3f} + {o.per_1000(o.sender_cpu):.3f}"
         node = f"{o.node_requests:.2f}" if o.node_requests is not None else "n/a"
         rss = f"{o.rss_before_kib / 1024:.0f}/{o.rss_idle_kib / 1024:.0f}/{o.rss_after_kib / 1024:.0f}"
         print(_row([
-            o.case.label, f"{o.per_1000(o.gateway_cpu):.3f}", f"{o.per_1000(o.load_cpu):.3f}", cores,
+            o.case.label, f"{o.per_1000(o.gateway_cpu):.3f}", load, cores,
             o.cql_per_delivery, node, f"{o.rss_per_socket_kib:.1f}", rss,
         ]))  # fmt: skip
     print()
