@@ -6,7 +6,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 
-from bench.bench_live import Case, run_case, world_of
+from bench.live_case import run_case
+from bench.live_world import Case, world_of
 from bench.ws_client import BINARY, CLOSE, CONTINUATION, PING, TEXT, FrameReader, client_frame, mask_payload
 from gateway.settings import Settings
 
@@ -78,6 +79,8 @@ async def test_every_delivery_is_counted() -> None:
     assert room.expected == room.received == 15
     assert room.duplicates == 0
     assert len(room.latencies_ms) == 15
+    assert room.counted_deliveries == 2 * 5  # the rounds the statements are counted over
     assert (pairs.sent, pairs.failed_sends) == (3, 0)
     assert pairs.expected == pairs.received == 3
     assert pairs.duplicates == 0
+    assert pairs.counted_deliveries == 2 * 2
