@@ -46,11 +46,14 @@ measured ones, each awaited until every socket had it (so every send has answere
 delivery has arrived when the counts are read, however far behind the measured sends leave
 the gateway):
 
-- ``gateway_cql_statements`` of ``/metrics``: its growth less the statements the sends
-  reported in their own ``extensions.cql``, over the deliveries. It counts the statements of
-  queries and mutations when they answer; a subscription's are not counted there today
-  (``GatewayMetrics.subscription_ended`` takes none), and the column then says ``not
-  counted`` rather than a 0 that would read as "no CQL per delivery".
+- ``/metrics``: the growth of ``gateway_subscription_delivery_cql_statements`` (the live
+  hub's count of what it ran to deliver), plus whatever ``gateway_cql_statements`` (queries
+  and mutations, counted when they answer) grew by beyond the statements the sends reported
+  in their own ``extensions.cql``, over the deliveries; ``gateway_subscription_deliveries``
+  is checked against the deliveries that arrived. A gateway from before the hub has neither
+  delivery counter and counted a subscription's statements nowhere
+  (``GatewayMetrics.subscription_ended`` took none): the column then says ``not counted``
+  rather than a 0 that would read as "no CQL per delivery".
 - The node's own count: the reads, range reads and writes it coordinated for the benchmark's
   keyspace (``system_views.coordinator_*_latency``, Cassandra 4.1 and later), less what the
   sends cost (measured before the sockets connect, by sending messages nobody is subscribed
@@ -120,7 +123,7 @@ def report(outcomes: list[Outcome], skipped: list[str], grace: float) -> None:
             f"{o.cores(c.gateway):.2f} / {o.cores(c.sockets):.2f} ({o.load_processes}) / "
             f"{o.cores(c.sender):.2f} / {o.cores(c.node):.2f} / {o.cores(c.redis):.2f} / {o.cores(other):.2f}"
         )
-        node = f"{o.node_requests:.2f}" if o.node_requests is not None else "n/a"
+        node = f"{o.node_requests:.3f}" if o.node_requests is not None else "n/a"
         rss = f"{o.rss_before_kib / 1024:.0f}/{o.rss_idle_kib / 1024:.0f}/{o.rss_after_kib / 1024:.0f}"
         print(_row([
             o.case.label, f"{o.per_1000(c.gateway):.3f}",
@@ -131,13 +134,14 @@ def report(outcomes: list[Outcome], skipped: list[str], grace: float) -> None:
     print(f"- lost: not received within {grace:g} s of the last send.")
     if any(o.cql_per_delivery == "not counted" for o in outcomes):
         print(
-            "- CQL/delivery (/metrics) 'not counted': gateway_cql_statements grew by exactly the "
-            "statements the sends reported, while the node saw the deliveries' requests; it counts "
-            "queries and mutations, not what a subscription runs per event."
+            "- CQL/delivery (/metrics) 'not counted': this gateway has no delivery counter, and "
+            "gateway_cql_statements grew by exactly the statements the sends reported while the node "
+            "saw the deliveries' requests; it counts queries and mutations, not what a subscription "
+            "runs per event."
         )
     for o in outcomes:
         if o.node_tables:
-            tables = ", ".join(f"{k} {v:.2f}" for k, v in o.node_tables.items())
+            tables = ", ".join(f"{k} {v:.3f}" for k, v in o.node_tables.items())
             print(f"- {o.case.label}: node requests per delivery by table: {tables}")
         for note in o.notes[:6]:
             print(f"- {o.case.label}: {note}")

@@ -70,6 +70,13 @@ TWO_LOAD_PROCESSES_FROM = 500
 #: Connections the sender opens before sending (sends in flight beyond that open more).
 SENDER_CONNECTIONS = 8
 
+#: What ``/metrics`` counts of CQL and deliveries: statements of queries and mutations, and
+#: (since the live hub) subscription results written to sockets and the statements run for them.
+CQL_STATEMENTS = "gateway_cql_statements"
+DELIVERIES = "gateway_subscription_deliveries"
+DELIVERY_STATEMENTS = "gateway_subscription_delivery_cql_statements"
+COUNTERS = (CQL_STATEMENTS, DELIVERIES, DELIVERY_STATEMENTS)
+
 _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
@@ -118,6 +125,7 @@ class Outcome:
     #: for them (the node's by kind and table, the sends' and the background's share taken off).
     counted_deliveries: int = 0
     cql_counter_added: float | None = None
+    delivery_statements: float | None = None
     node_tables: dict[str, float] = field(default_factory=dict)
     node_counted: bool = False
     rss_before_kib: int = 0
@@ -161,15 +169,18 @@ class Outcome:
 
     @property
     def cql_per_delivery(self) -> str:
-        """``gateway_cql_statements`` per delivery; "not counted" where the counter took none
-        of the statements the node saw the deliveries make."""
+        """What ``/metrics`` counted per delivery: the delivery counter's statements where the
+        gateway has one (plus any the query-and-mutation counter took beyond the sends');
+        without it, "not counted" where ``gateway_cql_statements`` took none of the statements
+        the node saw the deliveries make."""
         if self.cql_counter_added is None or not self.counted_deliveries:
             return "n/a"
-        per = self.cql_counter_added / self.counted_deliveries
+        if self.delivery_statements is not None:
+            return f"{(self.delivery_statements + self.cql_counter_added) / self.counted_deliveries:.3f}"
         node = self.node_requests
         if self.cql_counter_added == 0 and (node is None or node >= 0.05):
             return "not counted"
-        return f"{per:.2f}"
+        return f"{self.cql_counter_added / self.counted_deliveries:.3f}"
 
     @property
     def rss_per_socket_kib(self) -> float:
@@ -249,12 +260,17 @@ class Gateway:
     def port(self) -> int:
         return int(self.base.rsplit(":", 1)[1])
 
-    async def cql_counter(self) -> float:
-        """``gateway_cql_statements`` of ``/metrics`` (every worker's, in multiprocess mode)."""
+    async def counters(self) -> dict[str, float]:
+        """The ``/metrics`` counters of :data:`COUNTERS` the gateway has (every worker's, in
+        multiprocess mode)."""
         async with self.http.get(f"{self.base}/metrics") as response:
             text = await response.text()
-        match = re.search(r"^gateway_cql_statements_total ([0-9.e+]+)$", text, re.MULTILINE)
-        return float(match.group(1)) if match else 0.0
+        found = {}
+        for name in COUNTERS:
+            match = re.search(rf"^{name}_total ([0-9.e+]+)$", text, re.MULTILINE)
+            if match:
+                found[name] = float(match.group(1))
+        return found
 
     @property
     def rss_kib(self) -> int:
@@ -569,14 +585,14 @@ async def _count(
     """Statements per delivery over ``COUNTED_ROUNDS`` messages to every socket, each
     delivered everywhere before the next: the gateway's counter less what the sends reported,
     the node's counts less the sends' (``per_send``) and the background's share."""
-    counter_before, node_before, started = await gw.cql_counter(), await _node_counts(world), time.monotonic()
+    counters_before, node_before, started = await gw.counters(), await _node_counts(world), time.monotonic()
     sends: list[Sent] = []
     delivered = 0
     for _ in range(COUNTED_ROUNDS):
         probe = probes.take()
         sends += await _to_every_socket(gw, plan_, case, f"probe={probe};")
         delivered += await _await_probe(loads, probe, case.sockets, COUNT_PATIENCE)
-    counter_after, node_after, seconds = await gw.cql_counter(), await _node_counts(world), time.monotonic()
+    counters_after, node_after, seconds = await gw.counters(), await _node_counts(world), time.monotonic()
     seconds -= started
     if delivered < COUNTED_ROUNDS * case.sockets:
         outcome.notes.append(
@@ -584,7 +600,14 @@ async def _count(
             f"(none for {COUNT_PATIENCE:g} s)"
         )
     outcome.counted_deliveries = delivered
-    outcome.cql_counter_added = counter_after - counter_before - sum(s.statements for s in sends)
+    added = {k: v - counters_before.get(k, 0.0) for k, v in counters_after.items()}
+    if CQL_STATEMENTS in added:
+        outcome.cql_counter_added = added[CQL_STATEMENTS] - sum(s.statements for s in sends)
+    outcome.delivery_statements = added.get(DELIVERY_STATEMENTS)
+    if DELIVERIES in added and added[DELIVERIES] != delivered:
+        outcome.notes.append(
+            f"counting: /metrics counted {added[DELIVERIES]:.0f} deliveries, {delivered} arrived"
+        )
     outcome.node_counted = bool(node_after)
     if node_after and delivered:
         during = _difference(node_after, node_before)
@@ -595,7 +618,7 @@ async def _count(
             for key in {*during, *per_send, *background_rate}
         }
         outcome.node_tables = {
-            k: v / delivered for k, v in sorted(shares.items()) if abs(v) / delivered >= 0.005
+            k: v / delivered for k, v in sorted(shares.items()) if abs(v) / delivered >= 0.0005
         }
 
 
