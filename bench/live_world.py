@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -137,16 +138,17 @@ async def world_of(
 
 @contextlib.asynccontextmanager
 async def own_redis() -> AsyncIterator[RedisServer]:
-    """A Redis server of the benchmark's own, on a free port, stopped after."""
+    """A Redis server of the benchmark's own, on a free port; stopped, and its files removed, after."""
     home = Path(tempfile.mkdtemp(prefix="bench-redis-"))
     redis = RedisServer(
         ToolingSettings(cassandra_home=home, redis_port=_free_port()), progress=lambda _: None
     )
-    await asyncio.to_thread(redis.start)
     try:
+        await asyncio.to_thread(redis.start)
         yield redis
     finally:
         await asyncio.to_thread(redis.stop)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @dataclass(frozen=True)
