@@ -54,15 +54,25 @@ INSERT_ROW = "INSERT INTO talk_partners_by_activity (owner, slot, partner) VALUE
 DELETE_ROW = (
     "DELETE FROM talk_partners_by_activity USING TIMESTAMP ? WHERE owner = ? AND slot = ? AND partner = ?"
 )
-_ROWS = "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ?"
-_FROM_TOP = f"{_ROWS} LIMIT ?"
-_FROM_SLOT = f"{_ROWS} AND slot <= ? LIMIT ?"
-_PAST_SLOT = f"{_ROWS} AND slot < ? LIMIT ?"
-_UP = "ORDER BY slot ASC, partner ASC LIMIT ?"
-_FROM_BOTTOM = f"{_ROWS} {_UP}"
-_UP_FROM_SLOT = f"{_ROWS} AND slot >= ? {_UP}"
-_UP_PAST_SLOT = f"{_ROWS} AND slot > ? {_UP}"
-_ONE_SLOT = f"{_ROWS} AND slot = ?"
+_FROM_TOP = "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? LIMIT ?"
+_FROM_SLOT = "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND slot <= ? LIMIT ?"
+_PAST_SLOT = "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND slot < ? LIMIT ?"
+_FROM_BOTTOM = (
+    "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ?"
+    " ORDER BY slot ASC, partner ASC LIMIT ?"
+)
+_UP_FROM_SLOT = (
+    "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND slot >= ?"
+    " ORDER BY slot ASC, partner ASC LIMIT ?"
+)
+_UP_PAST_SLOT = (
+    "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND slot > ?"
+    " ORDER BY slot ASC, partner ASC LIMIT ?"
+)
+_ONE_SLOT = "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND slot = ? LIMIT ?"
+#: The most rows of one slot a page orders: the main view is exact for slots of up to this
+#: many pairs (this many people writing to one user within one slot).
+SLOT_ROWS = 5000
 
 
 @dataclass(frozen=True)
@@ -176,7 +186,7 @@ class ActivityIndex:
 
     async def slot_rows(self, owner: str, slot: int) -> list[Spot]:
         """Every row of one slot of ``owner``'s partition."""
-        result = await self.db.execute(_ONE_SLOT, (owner, slot_time(slot)))
+        result = await self.db.execute(_ONE_SLOT, (owner, slot_time(slot), SLOT_ROWS), fetch_size=SLOT_ROWS)
         return [Spot(slot_of_row(row["slot"]), row["partner"]) for row in result.rows]
 
     # -- cleanup of stale rows ----------------------------------------------

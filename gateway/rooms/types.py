@@ -147,13 +147,18 @@ class Room(Node):
         return Connection.paged(request, edges, page.more, page.beyond)
 
 
+def _room_message_id(self: RoomMessage) -> strawberry.ID:
+    record = self._record
+    return global_id("RoomMessage", record.room_name, str(record.room_id), str(record.id))
+
+
 @strawberry.type(description="A message in a room; system messages (joins, leaves) have no author.")
-class RoomMessage:
+class RoomMessage(Node):
     """Fields are read from the stored message when the query selects them, and resolve
     on the plain-fields path."""
 
     _record: strawberry.Private[RoomMessageRecord]
-    id: strawberry.ID = source_field("_record.id", str)
+    id: strawberry.ID = computed_field(_room_message_id, description=ID_DESCRIPTION)
     content: str = source_field("_record.content", metadata=text_bound(rules.CONTENT_MAX))
     system_message: bool = source_field("_record.system_message")
     posted_at: datetime = source_field("_record.posted_at")
@@ -180,3 +185,21 @@ async def room_node(info: Info, name: str) -> Room | None:
         return None
     record = await context_of(info).loader(room_loader).load(key)
     return Room.of(record) if record else None
+
+
+async def room_message_node(info: Info, name: str, room_id: str, message_id: str) -> RoomMessage | None:
+    """``node``'s lookup of a ``RoomMessage`` global id: for the room's participants, while
+    the room is the one the message was posted in (not a later room of the same name)."""
+    try:
+        room_key, message_key = UUID(room_id), UUID(message_id)
+    except ValueError:
+        return None
+    context = context_of(info)
+    room = await room_node(info, name)
+    viewer = await context.viewer()
+    if room is None or viewer is None or room._record.id != room_key or message_key.version != 1:
+        return None
+    if not await context.store(MemberStore).is_participant(room_key, viewer):
+        return None
+    record = await context.store(RoomHistory).message(name, room_key, message_key)
+    return RoomMessage.of(record, room) if record is not None else None
