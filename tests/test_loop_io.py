@@ -44,7 +44,9 @@ def _points(settings: Settings) -> tuple[str, ...]:
 
 @pytest.fixture
 async def loop_db(base_settings: Settings, server: object) -> AsyncIterator[Database]:
-    db = Database(replace(base_settings, contact_points=_points(base_settings), cassandra_io="loop"))
+    """A Database on loop connections with direct reads, whatever the environment says."""
+    settings = replace(base_settings, contact_points=_points(base_settings), cassandra_io="loop")
+    db = Database(replace(settings, direct_reads=True))
     await db.open()
     db.use_keyspace(base_settings.keyspace)
     yield db
@@ -397,7 +399,8 @@ async def test_a_read_the_node_forgot_is_prepared_again_and_reads_the_new_column
 async def test_a_read_that_times_out_leaves_its_stream_until_the_late_answer(
     base_settings: Settings, server: object
 ) -> None:
-    async with _through_proxy(base_settings, request_timeout=0.5, cassandra_io="loop") as (db, proxy):
+    overrides: dict[str, Any] = {"request_timeout": 0.5, "cassandra_io": "loop", "direct_reads": True}
+    async with _through_proxy(base_settings, **overrides) as (db, proxy):
         connections = _connections(db)
         proxy.latency = 1.5
         with pytest.raises(CassandraUnavailable, match=r"(?i)timeout"):
@@ -442,3 +445,25 @@ async def test_a_read_no_connection_takes_now_gives_its_stream_back(loop_db: Dat
             connection._socket_writable = True
     assert [(len(c.request_ids), c.in_flight) for c in connections] == before
     assert (await loop_db.execute(USER, ("nobody-at-all",))).rows == []
+
+
+async def test_with_direct_reads_off_every_statement_takes_the_drivers_path(
+    base_settings: Settings, server: object
+) -> None:
+    """``CASSANDRA_DIRECT_READS=0``: the loop's connections, and every read through the
+    driver's ``ResponseFuture``, answering what the short way answers."""
+    settings = replace(base_settings, contact_points=_points(base_settings), cassandra_io="loop")
+    db = Database(replace(settings, direct_reads=False))
+    await db.open()
+    db.use_keyspace(base_settings.keyspace)
+    try:
+        assert db._direct is None
+        assert isinstance(_connections(db)[0], LoopConnection)
+        with _driver_calls(db) as calls:
+            pages = [page async for page in db.pages(TABLES, ("system_schema",), fetch_size=3)]
+            assert (await db.execute(USER, ("nobody-at-all",))).rows == []
+        assert len(calls) == len(pages) + 1
+        whole = (await db.execute(TABLES, ("system_schema",))).rows
+        assert [row for page in pages for row in page] == whole
+    finally:
+        await asyncio.to_thread(db.shutdown)

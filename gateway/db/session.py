@@ -234,10 +234,11 @@ class Database:
 
     async def open(self) -> None:
         """Connect from a worker thread, the connections served on the running event
-        loop unless ``CASSANDRA_IO=thread``. Raises CassandraUnavailable."""
+        loop unless ``CASSANDRA_IO=thread``; there, reads go the short way unless
+        ``CASSANDRA_DIRECT_READS=0``. Raises CassandraUnavailable."""
         io = LoopConnection.for_running_loop() if self.settings.cassandra_io == "loop" else None
         await asyncio.to_thread(self.connect, io)
-        if io is not None:
+        if io is not None and self.settings.direct_reads:
             self._direct = DirectReads(self.session, io.loop, io.loop_thread)
 
     def use_keyspace(self, keyspace: str) -> None:
