@@ -22,6 +22,7 @@ import pytest
 from aiohttp import web
 from cassandra import InvalidRequest
 from cassandra.cluster import DefaultConnection, ResponseFuture
+from cassandra.pool import HostConnection
 from cassandra.segment import CrcException, SegmentCodec, compute_crc24
 from hypothesis import given
 from hypothesis import strategies as st
@@ -344,6 +345,8 @@ async def test_reads_go_the_short_way_with_the_drivers_answers(loop_db: Database
     assert calls == []  # no read went through the driver's ResponseFuture
 
     reference = await loop_db._run(prepared.bind((1,)))  # the driver's own way
+    # The pools the fence's stream helpers are bound to (protocol v3 and later).
+    assert all(isinstance(pool, HostConnection) for pool in loop_db.session.get_pools())
     assert whole.rows == reference.rows == [{"c": c, "v": f"v{c}"} for c in range(7)]
     assert whole.paging_state is None
     assert first.rows == reference.rows[:3] and first.paging_state is not None

@@ -47,6 +47,7 @@ from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessa
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, dict_factory
 
 from gateway.db.direct import DirectReads, is_read
+from gateway.db.driver_internals import next_page_state
 from gateway.db.loop_io import LoopConnection
 from gateway.db.segments import ThreadConnection
 from gateway.settings import Settings
@@ -409,7 +410,7 @@ class Database:
             page = list(rows or ())
             if rows:
                 rows.clear()  # the request's own result list
-            settle(Result(page, response._paging_state if response.has_more_pages else None), None)
+            settle(Result(page, next_page_state(response)), None)
 
         def reject(exc: BaseException) -> None:
             settle(None, exc)
@@ -428,7 +429,7 @@ def _release_values(statement: Any) -> None:
         statement.values.clear()
         statement.raw_values = ()
     elif isinstance(statement, BatchStatement):
-        statement._statements_and_parameters.clear()
+        statement.clear()
 
 
 def _settle(future: asyncio.Future[Result], result: Result | None, exc: BaseException | None) -> None:
