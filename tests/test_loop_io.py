@@ -28,7 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.db.loop_io import LoopConnection, LoopTimer
-from gateway.db.segments import SEGMENT_CODEC, WholeSegments, crc24
+from gateway.db.segments import SEGMENT_CODEC, ThreadConnection, WholeSegments, crc24
 from gateway.db.session import CassandraUnavailable, Database, RequestMetrics, measuring
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
@@ -76,17 +76,27 @@ def _connections(db: Database) -> list[LoopConnection]:
     return [connection for pool in pools for connection in pool.get_connections()]
 
 
-async def test_the_served_gateway_talks_to_cassandra_on_its_own_loop(app: web.Application) -> None:
+async def test_the_served_gateway_talks_to_cassandra_as_cassandra_io_says(
+    app: web.Application, base_settings: Settings
+) -> None:
+    """On its own loop by default; on the driver's I/O thread with ``CASSANDRA_IO=thread``
+    (the suite's run on the reference paths)."""
     db = app[SERVICES].db
     connection_class = db.session.cluster.connection_class
-    assert issubclass(connection_class, LoopConnection)
-    assert connection_class.loop is asyncio.get_running_loop()
     connections = _connections(db)
-    assert connections
-    assert all(isinstance(c, LoopConnection) and c._transport is not None for c in connections)
     control = db.session.cluster.control_connection._connection
-    assert isinstance(control, LoopConnection)
-    # Protocol v5 segments, framed by the loop connections' own codec.
+    assert connections
+    if base_settings.cassandra_io == "loop":
+        assert issubclass(connection_class, LoopConnection)
+        assert connection_class.loop is asyncio.get_running_loop()
+        assert all(isinstance(c, LoopConnection) and c._transport is not None for c in connections)
+        assert isinstance(control, LoopConnection)
+        assert (db._direct is not None) is base_settings.direct_reads
+    else:
+        assert issubclass(connection_class, ThreadConnection)
+        assert all(isinstance(c, ThreadConnection) for c in [*connections, control])
+        assert db._direct is None
+    # Protocol v5 segments, framed by the gateway's own codec either way.
     assert all(c._is_checksumming_enabled and c._segment_codec is SEGMENT_CODEC for c in connections)
 
 
