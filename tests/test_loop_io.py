@@ -266,14 +266,27 @@ async def test_timers_started_and_cancelled_from_other_threads() -> None:
     assert loop.is_running()
 
 
-async def test_a_settled_statement_leaves_no_cycle_behind(loop_db: Database) -> None:
-    """The request keeps its timer after it settles; the timer lets go of the request's
-    method, so the two are freed at once rather than by a garbage collection."""
-    await loop_db.execute(USER, ("nobody-at-all",))
-    with cyclic_garbage() as garbage:
-        for _ in range(50):
-            await loop_db.execute(USER, ("nobody-at-all",))
-    assert not [o for o in garbage if isinstance(o, ResponseFuture | LoopTimer)]
+async def test_a_settled_statement_leaves_no_cycle_behind(base_settings: Settings, server: object) -> None:
+    """A statement the driver's way on the loop's connections (direct reads off, so that reads
+    take it too): the request keeps its timer after it settles; the timer lets go of the
+    request's method, so the two are freed at once rather than by a garbage collection.
+    Only this Database's are looked at: other gateways of the run may be on the driver's
+    thread, where a request and its timer are a cycle."""
+    settings = replace(base_settings, contact_points=_points(base_settings), cassandra_io="loop")
+    db = Database(replace(settings, direct_reads=False))
+    await db.open()
+    db.use_keyspace(base_settings.keyspace)
+    try:
+        session, connection_class = db.session, db.session.cluster.connection_class
+        await db.execute(USER, ("nobody-at-all",))
+        with _driver_calls(db) as calls, cyclic_garbage() as garbage:
+            for _ in range(50):
+                await db.execute(USER, ("nobody-at-all",))
+        assert len(calls) == 50
+        assert not [o for o in garbage if isinstance(o, ResponseFuture) and o.session is session]
+        assert not [o for o in garbage if isinstance(o, LoopTimer) and o._owner is connection_class]
+    finally:
+        await asyncio.to_thread(db.shutdown)
 
 
 async def test_pages_follow_a_statement_to_its_last_page(loop_db: Database) -> None:
