@@ -93,6 +93,19 @@ original, and the switch that turns it off.
    - test: the domain corpora of ``tests/test_plain_fields.py`` and the domains' statement
      counts (a prefetch that misses a selection costs more statements).
    - off: none.
+
+7. Strawberry's DataLoader internals: ``get_current_batch``, ``Batch.tasks``, ``LoaderTask``,
+   ``DefaultCache.cache_map``, ``DataLoader.loop``, ``cache_map`` and ``max_batch_size`` --
+   the gateway's ``Loader`` rewrites ``load`` and ``load_many`` (``gateway/graph/dataloader.py``).
+
+   - why: less per key when a page loads the users of 50 items at once: the cache read as
+     the dict it is, no done-callback per key, the batch found once per ``load_many``
+     (5262fec, 74b6f8c).
+   - pinned: strawberry-graphql 0.341.2 (``DataLoader.load`` and ``dispatch_batch``
+     fingerprinted: the rewrite follows the one and relies on the other skipping a batch
+     whose futures are all cancelled).
+   - test: ``tests/test_dataloader.py::test_same_batches_and_answers_as_strawberry``.
+   - off: none.
 """
 
 from __future__ import annotations
@@ -108,6 +121,8 @@ from graphql.execution import collect_fields as graphql_collect_fields
 from graphql.execution.collect_fields import CollectedFields, FieldDetailsList, GroupedFieldSet
 from graphql.execution.incremental import IncrementalExecutor
 from graphql.execution.middleware import MiddlewareManager
+from strawberry import dataloader as strawberry_dataloader
+from strawberry.dataloader import Batch, DataLoader, DefaultCache, LoaderTask, get_current_batch
 from strawberry.extensions import runner as strawberry_runner
 from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.schema import schema as strawberry_schema_module
@@ -126,10 +141,14 @@ __all__ = [
     "PINNED",
     "REACHES",
     "TYPE_CAST_ATTRIBUTE",
+    "Batch",
+    "DefaultCache",
     "FieldDetailsList",
     "GroupedFieldSet",
+    "LoaderTask",
     "SchemaExtensionsRunner",
     "StrawberryExecutor",
+    "get_current_batch",
     "graphql_schema",
     "int_output",
     "is_basic_resolver",
@@ -228,6 +247,21 @@ REACHES: tuple[tuple[object, str, str], ...] = (
     (strawberry_schema_module, "validate_document", "(schema, document, validation_rules)"),
     # Selections in graphql-core's AST (gateway/graph/selection.py).
     (Info, "_raw_info", "instance attribute"),
+    # The DataLoader (gateway/graph/dataloader.py): its load and load_many, rewritten.
+    (DataLoader, "__init__", "(self, load_fn, max_batch_size, cache, ...)"),
+    (DataLoader, "load", "(self, key)"),
+    (DataLoader, "load", "source 8784ab10f520"),
+    (DataLoader, "load_many", "(self, keys)"),
+    (DataLoader, "loop", "attribute"),
+    (DataLoader, "cache_map", "instance attribute"),
+    (DataLoader, "max_batch_size", "instance attribute"),
+    (DefaultCache, "cache_map", "instance attribute"),
+    (strawberry_dataloader, "Batch", "attribute"),
+    (Batch, "tasks", "instance attribute"),
+    (strawberry_dataloader, "LoaderTask", "fields (key, future)"),
+    (strawberry_dataloader, "DefaultCache", "attribute"),
+    (strawberry_dataloader, "get_current_batch", "(loader)"),
+    (strawberry_dataloader, "dispatch_batch", "source 1585108d43c3"),
 )
 
 

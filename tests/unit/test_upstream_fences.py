@@ -181,7 +181,11 @@ def problem(owner: object, name: str, spec: str) -> str | None:
         return f"{label} is gone"
     if spec.startswith("fields "):
         expected = [part.strip() for part in spec.removeprefix("fields ").strip("()").split(",")]
-        fields = list(getattr(getattr(owner, name), "_fields", ()))
+        value = getattr(owner, name)
+        if dataclasses.is_dataclass(value):
+            fields = [field.name for field in dataclasses.fields(value)]
+        else:
+            fields = list(getattr(value, "_fields", ()))
         return None if fields == expected else f"{label} has the fields {fields}, not {expected}"
     if spec.startswith("defines "):
         inner = spec.removeprefix("defines ")
