@@ -20,9 +20,10 @@ Request-init listeners replace no reach: direct reads make no
 ``ResponseFuture`` for a listener to see, and statements are counted by
 ``Database`` on both paths.
 
-One row per reach: what is replaced or reached into, why (measured, and the commit
-with the numbers), the version it was checked against, the test that holds it to the
-original, and the switch that turns it off.
+One row per reach: what is replaced or reached into, why (the measurements are in
+``bench/NOTES.md`` under the module named, with the commit that made the change), the
+version it was checked against, the test that holds it to the original, and the switch
+that turns it off.
 
 1. ``Session._pools``; ``HostConnection.borrow_connection`` (-> connection, stream id),
    ``return_connection``, ``is_shutdown``; ``Connection.send_msg``; ``ExecuteMessage``,
@@ -30,8 +31,8 @@ original, and the switch that turns it off.
 
    - why: a prepared SELECT goes out without the driver's ``ResponseFuture`` (profile
      lookup, client timestamp under a lock, a ``threading.Event``, a timer, callback
-     lists): one-row read, 32 in flight, 52-54 -> 34-38 us of CPU; whole requests
-     mailbox 1615-1831 -> 1489-1558 us, front page 1308-1365 -> 1117-1172 (b158ef6).
+     lists), which was about half of a read's CPU on the loop (``bench/NOTES.md``,
+     gateway/db/direct.py; b158ef6).
    - pinned: cassandra-driver 3.30.1.
    - test: ``tests/test_loop_io.py::test_reads_go_the_short_way_with_the_drivers_answers``
      (rows, pages and paging states against the driver's own path),
@@ -61,8 +62,9 @@ original, and the switch that turns it off.
    -- protocol v5 segment headers with a table CRC-24, written and read in one piece
    (:class:`SegmentOverrides`, ``gateway/db/segments.py``).
 
-   - why: every statement and answer passes a header: encoding a segment 3.75 -> 1.30 us,
-     decoding one 4.29 -> 1.69 us, about 5 us per round trip (9a16b44).
+   - why: every statement and answer passes a header, and the driver computes its CRC a
+     bit at a time and writes and reads it a byte at a time; the table codec does it in
+     a fraction of that (``bench/NOTES.md``, gateway/db/segments.py; 9a16b44).
    - pinned: cassandra-driver 3.30.1.
    - test: ``tests/test_loop_io.py::test_the_table_crc24_is_the_drivers``,
      ``test_segments_are_the_drivers_bytes_and_read_back``, ``test_a_damaged_segment_header_is_refused``.
@@ -88,9 +90,9 @@ original, and the switch that turns it off.
    (``gateway/db/loop_io.py``), installed through ``Cluster.connection_class``; the
    driver's own reactors (libev, asyncore, asyncio) implement the same interface.
 
-   - why: no hand-off between the driver's I/O thread and the loop: conversation(50)
-     261 -> 296 req/s, attachment download 84 -> 137 (a18eb25); the frames of one pass
-     of the loop leave in one write, talkPartners(50) ratio 0.56-0.58 -> 0.62-0.71 (8650ac0).
+   - why: no hand-off between the driver's I/O thread and the loop for every answer, and
+     the frames of one pass of the loop leave in one write (``bench/NOTES.md``,
+     gateway/db/loop_io.py; a18eb25, 8650ac0).
    - pinned: cassandra-driver 3.30.1.
    - test: ``tests/test_loop_io.py`` (loop and thread connections side by side), the ring test.
    - off: ``CASSANDRA_IO=thread``.

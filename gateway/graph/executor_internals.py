@@ -19,9 +19,10 @@ under ``GraphQLCoreConverter.DEFINITION_BACKREF`` (the code spelled the key
 middleware runs is read from ``MiddlewareManager.middlewares`` (its private
 ``_middleware_resolvers`` before, None exactly when that is empty).
 
-One row per reach: what is replaced or reached into, why (measured, and the commit
-with the numbers), the version it was checked against, the test that holds it to the
-original, and the switch that turns it off.
+One row per reach: what is replaced or reached into, why (the measurements are in
+``bench/NOTES.md`` under the module named, with the commit that made the change), the
+version it was checked against, the test that holds it to the original, and the switch
+that turns it off.
 
 1. graphql-core's ``Executor`` methods marked private: ``execute_fields``,
    ``execute_field``, ``execute_root_grouped_field_set``, ``build_response``,
@@ -30,12 +31,12 @@ original, and the switch that turns it off.
    unexported ``StrawberryGraphQLCoreExecutionContext`` -- the plain-field executor
    (``gateway/graph/plain_fields.py``), installed through ``execution_context_class``.
 
-   - why: plain fields read and serialised in place: me.talkPartners(50) 7.29/7.43 ->
-     6.47/6.83 CPU s per 1000 requests (c95e1e0); whole plain subtrees, conversation(50)
-     4.08 -> 3.33 (74b6f8c); plans compiled to closures, a 50-item connection 327-360 ->
-     211-216 us (ca4d8bb); the executor lets go of its helpers, 205 -> 10 objects of
-     cyclic garbage per request (03ebc32); introspection on a worker thread, the longest
-     stall 3.3 s -> 40 ms (f5edc5c).
+   - why: a plain field is read and serialised in place instead of through a resolve
+     info, a resolver and ``complete_value`` each, whole plain subtrees with it, from
+     plans compiled once per document (c95e1e0, 74b6f8c, ca4d8bb); the executor lets go
+     of its helpers, so a request is no reference cycle (03ebc32); introspection runs on
+     a worker thread, not on the loop (f5edc5c). Numbers: ``bench/NOTES.md``,
+     gateway/graph/plain_fields.py.
    - pinned: graphql-core 3.3.2, strawberry-graphql 0.341.2 (``execute_fields``'s source
      is fingerprinted: the fast path's loop follows it).
    - test: ``tests/test_plain_fields.py`` (edge and domain corpora, byte for byte against
@@ -57,7 +58,9 @@ original, and the switch that turns it off.
 3. Strawberry's ``TYPE_CAST_ATTRIBUTE``, ``StrawberryObjectDefinition.is_type_of`` and
    ``origin`` -- an object of a Node type is checked without Strawberry's lookups.
 
-   - why: 50 items with a Node sender 240-255 -> 202-231 us (d9cea7a).
+   - why: an instance of the type's own class, not cast, is what Strawberry's check
+     accepts; the check's attribute lookups ran for every object of a page (d9cea7a;
+     ``bench/NOTES.md``, gateway/graph/plain_fields.py).
    - pinned: strawberry-graphql 0.341.2.
    - test: ``tests/test_plain_fields.py::test_edge_corpus_is_byte_identical`` (casts to
      another type, to itself, subclasses).
@@ -67,8 +70,9 @@ original, and the switch that turns it off.
    ``validation``, ``executing``) and ``Schema.create_extensions_runner`` -- extension
    hooks run without a context manager per hook per request (``gateway/graph/hooks.py``).
 
-   - why: ``{ __typename }`` in process 118 -> 73 us; mailbox 2.63-3.04 -> 2.22 CPU s per
-     1000 requests (dc43218).
+   - why: Strawberry's runner wraps every hook in a new context manager per stage per
+     operation, about half of executing ``{ __typename }`` (``bench/NOTES.md``,
+     gateway/graph/hooks.py; dc43218).
    - pinned: strawberry-graphql 0.341.2.
    - test: ``tests/test_hooks.py`` (every pair of 14 hook behaviours against Strawberry's runner).
    - off: none.
