@@ -110,6 +110,16 @@ that turns it off.
      whose futures are all cancelled).
    - test: ``tests/test_dataloader.py::test_same_batches_and_answers_as_strawberry``.
    - off: none.
+
+8. graphql-core's ``Executor.build``, ``build_per_event_executor`` and ``execute_operation``
+   (public, undocumented), Strawberry's ``Schema.execution_context_class`` -- live delivery
+   executes a subscription's selection over an event itself (``gateway/graph/live.py``).
+
+   - why: one execution per event and distinct selection, not one per subscriber (1075013).
+   - pinned: graphql-core 3.3.2, strawberry-graphql 0.341.2.
+   - test: ``tests/test_live_delivery.py``, ``tests/test_rooms_subscription.py``,
+     ``tests/test_messenger_subscription.py``.
+   - off: none.
 """
 
 from __future__ import annotations
@@ -251,6 +261,15 @@ REACHES: tuple[tuple[object, str, str], ...] = (
     (strawberry_schema_module, "validate_document", "(schema, document, validation_rules)"),
     # Selections in graphql-core's AST (gateway/graph/selection.py).
     (Info, "_raw_info", "instance attribute"),
+    # Live delivery (gateway/graph/live.py): a selection executed over each event.
+    (
+        Executor,
+        "build",
+        "(cls, schema, document, root_value, context_value, raw_variable_values, operation_name, ...)",
+    ),
+    (Executor, "build_per_event_executor", "(self, payload)"),
+    (Executor, "execute_operation", "(self, serially)"),
+    (strawberry.Schema, "execution_context_class", "instance attribute"),
     # The DataLoader (gateway/graph/dataloader.py): its load and load_many, rewritten.
     (DataLoader, "__init__", "(self, load_fn, max_batch_size, cache, ...)"),
     (DataLoader, "load", "(self, key)"),
