@@ -31,6 +31,7 @@ from gateway.contacts.fanout import FanoutWorker
 from gateway.contacts.service import ContactDirectory
 from gateway.db.session import Database
 from gateway.graph.context import Context, Services
+from gateway.graph.executor_internals import graphql_schema
 from gateway.graph.live import LiveHub
 from gateway.http.client_address import request_address_key
 from gateway.http.persisted import DocumentStore, PersistedQueries
@@ -141,7 +142,9 @@ def compose(
             context.signed_in_as(viewer, token or "")
         return context
 
-    services.live = LiveHub(services.pubsub, schema._schema, event_context, schema.execution_context_class)
+    services.live = LiveHub(
+        services.pubsub, graphql_schema(schema), event_context, schema.execution_context_class
+    )
     return Composition(
         services=services,
         schema=schema,

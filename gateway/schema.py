@@ -119,10 +119,13 @@ def event_codec() -> EventCodec:
     return EventCodec([ROOM_EVENT, DISCOVERY, FANOUT_NUDGE])
 
 
-def build_schema(settings: Settings | None = None, *, plain_fields: bool = True) -> strawberry.Schema:
+def build_schema(settings: Settings | None = None, *, plain_fields: bool | None = None) -> strawberry.Schema:
     """The composed schema; ``plain_fields=False`` executes with graphql-core's reference
-    executor alone (see ``gateway/graph/plain_fields.py``)."""
+    executor alone (see ``gateway/graph/plain_fields.py``), as ``GATEWAY_PLAIN_FIELDS=0``
+    does when it is not given."""
     settings = settings or Settings()
+    if plain_fields is None:
+        plain_fields = settings.plain_fields
     introspection = [] if settings.introspection_allowed else [DisableIntrospection]
     return ErrorCodeSchema(
         query=Query,

@@ -69,14 +69,13 @@ from graphql import (
 )
 from graphql.type.introspection import SchemaMetaFieldDef, TypeMetaFieldDef, TypeNameMetaFieldDef
 
+from gateway.graph.executor_internals import strawberry_definition
 from gateway.graph.pagination import MAX_PAGE_SIZE
 
 #: The metadata key of a list field's bound (see :func:`max_items`).
 MAX_ITEMS = "max_items"
 #: Lists that declare no bound count as one full page.
 DEFAULT_LIST_BOUND = MAX_PAGE_SIZE
-#: Strawberry keeps a field's own definition in its graphql-core field's extensions.
-_STRAWBERRY_DEFINITION = "strawberry-definition"
 
 
 def max_items(bound: int) -> dict[str, int]:
@@ -104,7 +103,7 @@ def text_bound(max_chars: int) -> dict[str, int]:
 
 
 def _metadata(definition: GraphQLField) -> dict[str, Any]:
-    field = (definition.extensions or {}).get(_STRAWBERRY_DEFINITION)
+    field = strawberry_definition(definition)
     return getattr(field, "metadata", None) or {}
 
 

@@ -62,6 +62,7 @@ from graphql import (
 from gateway.broker.pubsub import BrokerUnavailable, PubSub
 from gateway.db.session import RequestMetrics, measuring
 from gateway.graph.errors import classify
+from gateway.graph.executor_internals import strawberry_definition
 
 log = logging.getLogger(__name__)
 
@@ -437,7 +438,7 @@ def _reads_viewer_fields(schema: GraphQLSchema, document: DocumentNode, operatio
                 definition = fields.get(selection.name.value)
                 if definition is None:
                     continue
-                strawberry_field = (definition.extensions or {}).get("strawberry-definition")
+                strawberry_field = strawberry_definition(definition)
                 metadata = getattr(strawberry_field, "metadata", None) or {}
                 if metadata.get(VIEWER_DEPENDENT):
                     return True

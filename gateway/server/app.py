@@ -19,6 +19,7 @@ from gateway.composition import Composition, compose
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
 from gateway.graph.context import Context, Services
+from gateway.graph.executor_internals import graphql_schema
 from gateway.graph.limits import QueryLimits
 from gateway.http.auth import bearer_token
 from gateway.http.batch import BatchBudget
@@ -202,7 +203,8 @@ def create_app(
     app[READY] = asyncio.Event()
     app[DRAIN] = drain
     limits = QueryLimits.of(settings)
-    app[ENDPOINT] = Endpoint(composition.schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
+    core_schema = graphql_schema(composition.schema)
+    app[ENDPOINT] = Endpoint(core_schema, limits, settings.max_tokens, settings.max_json_bytes)
     metrics = install_metrics(app)
     services.metrics = metrics
     if services.live is not None:
