@@ -23,9 +23,11 @@ import strawberry
 from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
 
-from gateway.broker.memory import InProcessPubSub
+from gateway.broker.memory import InProcessPubSub, MemoryPresenceBoard
+from gateway.broker.presence import PresenceBoard
 from gateway.broker.pubsub import PubSub
 from gateway.broker.redis_client import close_within, redis_client
+from gateway.broker.redis_presence import RedisPresenceBoard
 from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.contacts.fanout import FanoutWorker
 from gateway.contacts.service import ContactDirectory
@@ -39,10 +41,14 @@ from gateway.http.persisted import from_settings as persisted_queries
 from gateway.http.redis_documents import RedisDocumentStore
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
+from gateway.messenger.store import MessengerStore
 from gateway.ratelimit.limiter import RateLimiter
 from gateway.ratelimit.redis_limiter import RedisRateLimiter
+from gateway.rooms.member_store import MemberStore
 from gateway.schema import build_schema, event_codec
 from gateway.settings import Settings
+from gateway.users.presence import Presence
+from gateway.users.presence_store import PresenceStore
 from gateway.users.store import SessionStore
 
 #: Seconds a rate-limit or persisted-query call may wait for the broker.
@@ -104,6 +110,14 @@ def limiter_of(client: aioredis.Redis | None, settings: Settings) -> RateLimiter
     return None if client is None else RedisRateLimiter(client, namespace=settings.keyspace)
 
 
+def board_of(client: aioredis.Redis | None, settings: Settings) -> PresenceBoard:
+    """Presence in the broker, namespaced by keyspace; without one, this process's sockets."""
+    if client is None:
+        return MemoryPresenceBoard()
+    ttl = settings.presence_ttl_seconds
+    return RedisPresenceBoard(client, namespace=settings.keyspace, ttl=ttl, refresh=ttl / 3)
+
+
 def documents_of(client: aioredis.Redis | None, settings: Settings) -> DocumentStore | None:
     """Persisted queries in the broker, namespaced by keyspace; None: in this process."""
     return None if client is None else RedisDocumentStore(client, namespace=settings.keyspace)
@@ -145,6 +159,17 @@ def compose(
     services.live = LiveHub(
         services.pubsub, graphql_schema(schema), event_context, schema.execution_context_class
     )
+    presence = Presence(
+        board_of(shared, settings),
+        services.store(PresenceStore),
+        services.pubsub,
+        talk_partners_of=services.store(MessengerStore).talk_partners,
+        room_mates_of=services.store(MemberStore).room_mates,
+        deliver_here=services.live.inject,
+        recheck=min(5.0, settings.presence_ttl_seconds / 3),
+    )
+    services.provide(presence)
+    services.presence = presence
     return Composition(
         services=services,
         schema=schema,
@@ -153,6 +178,6 @@ def compose(
         ),
         request_adapter=StreamingUploadAdapter,
         install_routes=lambda app: mail_routes.install(app, services),
-        workers=[fanout],
+        workers=[fanout, presence],
         broker_client=shared,
     )

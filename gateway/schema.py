@@ -46,7 +46,7 @@ from gateway.rooms.events import ROOM_EVENT
 from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser
 from gateway.rooms.types import room_message_node, room_node
 from gateway.settings import Settings
-from gateway.users.schema import UserMutation, UserQuery
+from gateway.users.schema import PresenceMutation, UserMutation, UserQuery, UserSubscription
 from gateway.users.types import User, require_user, user_node
 
 join_fields(User, RoomUser, BlogUser)
@@ -105,12 +105,20 @@ class Query(UserQuery, RoomQuery, BlogQuery):
 
 
 @strawberry.type
-class Mutation(UserMutation, MessengerMutation, RoomMutation, BlogMutation, MailMutation, ContactsMutation):
+class Mutation(
+    UserMutation,
+    PresenceMutation,
+    MessengerMutation,
+    RoomMutation,
+    BlogMutation,
+    MailMutation,
+    ContactsMutation,
+):
     pass
 
 
 @strawberry.type
-class Subscription(MessengerSubscription, RoomSubscription, ContactsSubscription):
+class Subscription(UserSubscription, MessengerSubscription, RoomSubscription, ContactsSubscription):
     pass
 
 

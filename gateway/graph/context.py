@@ -43,6 +43,15 @@ class StoreClass(Protocol[S_co]):
 #: unknown or expired. The users domain provides it.
 Authenticator = Callable[[str], Awaitable[str | None]]
 
+
+class SocketPresence(Protocol):
+    """What a WebSocket tells of its signed-in user (the users domain's presence)."""
+
+    def connected(self, login: str) -> None: ...
+
+    def disconnected(self, login: str) -> None: ...
+
+
 #: The key per-address rate limits count a request under (the HTTP layer provides it).
 AddressOf = Callable[[Any], str]
 
@@ -91,11 +100,25 @@ class Services:
     address_of: AddressOf = _no_address
     #: Delivers subscription events (see ``gateway/graph/live.py``); set by the composition root.
     live: LiveHub | None = None
+    #: Told of every authenticated socket that opens and closes; None: nobody listens.
+    presence: SocketPresence | None = None
     rate_limits: RateLimits = field(init=False)
     _stores: dict[StoreClass[Any], Any] = field(default_factory=dict)
+    _provided: dict[type, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rate_limits = RateLimits(self.settings, self.limiter)
+
+    def provide(self, instance: object) -> None:
+        """Keep a process-wide instance the composition root built with more than the database
+        and the settings (:meth:`provided` answers it)."""
+        self._provided[type(instance)] = instance
+
+    def provided(self, cls: type[S]) -> S:
+        instance = self._provided.get(cls)
+        if not isinstance(instance, cls):
+            raise LookupError(f"the composition root provides no {cls.__name__}")
+        return instance
 
     def store(self, cls: StoreClass[S]) -> S:
         """The process's one instance of a domain store (``cls(db, settings)``)."""

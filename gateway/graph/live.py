@@ -290,26 +290,38 @@ class LiveHub:
         return len(state.follows) if state is not None else 0
 
     @contextlib.asynccontextmanager
-    async def follow(self, channel: str) -> AsyncIterator[Follow]:
-        """Follow ``channel`` for the operation running now. Events are held from the
-        moment the channel's broker subscription exists, which is before this yields,
+    async def follow(self, *channels: str) -> AsyncIterator[Follow]:
+        """Follow ``channels`` for the operation running now. Events are held from the
+        moment each channel's broker subscription exists, which is before this yields,
         until :meth:`Follow.go_live`."""
-        follow = Follow(self, channel, CURRENT_OPERATION.get())
-        state = self._channels.get(channel)
-        if state is None:
-            state = self._channels[channel] = _Channel(ready=asyncio.get_running_loop().create_future())
-            state.reader = asyncio.create_task(self._read(channel, state))
-        state.follows.add(follow)
+        follow = Follow(self, channels[0] if channels else "", CURRENT_OPERATION.get())
+        states: list[tuple[str, _Channel]] = []
+        for channel in dict.fromkeys(channels):
+            state = self._channels.get(channel)
+            if state is None:
+                state = self._channels[channel] = _Channel(ready=asyncio.get_running_loop().create_future())
+                state.reader = asyncio.create_task(self._read(channel, state))
+            state.follows.add(follow)
+            states.append((channel, state))
         try:
-            await asyncio.shield(state.ready)
+            for _, state in states:
+                await asyncio.shield(state.ready)
             yield follow
         finally:
             follow.end()
-            state.follows.discard(follow)
-            if not state.follows and self._channels.get(channel) is state:
-                del self._channels[channel]
-                if state.reader is not None:
-                    state.reader.cancel()
+            for channel, state in states:
+                state.follows.discard(follow)
+                if not state.follows and self._channels.get(channel) is state:
+                    del self._channels[channel]
+                    if state.reader is not None:
+                        state.reader.cancel()
+
+    async def inject(self, channel: str, event: Any) -> None:
+        """Hand ``event`` to this process's subscriptions of ``channel`` as if the broker
+        had brought it, and to no other process's."""
+        state = self._channels.get(channel)
+        if state is not None:
+            await self._dispatch(channel, state, event)
 
     async def _read(self, channel: str, state: _Channel) -> None:
         error: BaseException | None = None

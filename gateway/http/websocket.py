@@ -213,11 +213,15 @@ class SessionSocket:
             return TOO_MANY_CODE, TOO_MANY_REASON
         self.token, self.login = token, session.login
         self._watcher = asyncio.create_task(self._watch(token, session.expires_at))
+        if self.services.presence is not None:
+            self.services.presence.connected(session.login)
         return None
 
     def _release(self) -> None:
         if self.login is not None:
             self.counts.sign_out(self.login)
+            if self.services.presence is not None:
+                self.services.presence.disconnected(self.login)
         if self._watcher is not None:
             self._watcher.cancel()
         self.token = self.login = self._watcher = None

@@ -217,6 +217,11 @@ class MessengerStore:
         current.sort(key=lambda item: item[0], reverse=not backward)
         return current
 
+    async def talk_partners(self, owner: str, others: Iterable[str]) -> set[str]:
+        """Of ``others``, those ``owner`` has a conversation with (one read)."""
+        rows = await self.partners_among(owner, others)
+        return {login for login, record in rows.items() if record.last_message is not None}
+
     async def partner(self, owner: str, partner: str) -> PartnerRecord:
         """``owner``'s row for ``partner``; an empty one when they never talked."""
         return (await self.partners_among(owner, [partner]))[partner]

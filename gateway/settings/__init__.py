@@ -373,6 +373,14 @@ class Settings:
         "bytes, written without compressing each)",
         group=SOCKETS,
     )
+    presence_ttl_seconds: float = setting(
+        "GATEWAY_PRESENCE_TTL_SECONDS",
+        30.0,
+        "with a broker: how long a process's claim that a user is online lasts unrenewed (renewed every "
+        "third of it), so the users of a process that dies show offline within this",
+        group=SOCKETS,
+        bounds=POSITIVE,
+    )
 
     session_ttl_days: float = setting(
         "GATEWAY_SESSION_TTL_DAYS",
@@ -444,6 +452,20 @@ class Settings:
         "GATEWAY_RATE_SENDS",
         "120/m",
         "`sendMessage`, `postRoomMessage` and `sendEmail` together, per user",
+        group=RATES,
+        check=rate_problem,
+    )
+    rate_presence: str = setting(
+        "GATEWAY_RATE_PRESENCE",
+        "30/m",
+        "`setPresenceVisible`, per user",
+        group=RATES,
+        check=rate_problem,
+    )
+    rate_typing: str = setting(
+        "GATEWAY_RATE_TYPING",
+        "60/m",
+        "`setTyping`, per user",
         group=RATES,
         check=rate_problem,
     )
