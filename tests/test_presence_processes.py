@@ -51,7 +51,7 @@ async def pair(
     a, b = await asyncio.gather(*(start_gateway(base_settings, logs, **env) for _ in range(2)))
     yield a, b
     codes = await asyncio.gather(a.stop(), b.stop())
-    assert codes == [0, 0], [a.output(), b.output()]
+    assert list(codes) == [0, 0], [a.output(), b.output()]
 
 
 async def test_a_socket_on_a_is_seen_online_on_b_then_offline_with_the_time(
