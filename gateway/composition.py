@@ -42,6 +42,7 @@ from gateway.http.redis_documents import RedisDocumentStore
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
 from gateway.messenger.store import MessengerStore
+from gateway.messenger.typing import TypingExpiry
 from gateway.ratelimit.limiter import RateLimiter
 from gateway.ratelimit.redis_limiter import RedisRateLimiter
 from gateway.rooms.member_store import MemberStore
@@ -170,6 +171,8 @@ def compose(
     )
     services.provide(presence)
     services.presence = presence
+    typing = TypingExpiry(services.live.inject, seconds=settings.typing_seconds)
+    services.provide(typing)
     return Composition(
         services=services,
         schema=schema,
@@ -178,6 +181,6 @@ def compose(
         ),
         request_adapter=StreamingUploadAdapter,
         install_routes=lambda app: mail_routes.install(app, services),
-        workers=[fanout, presence],
+        workers=[fanout, presence, typing],
         broker_client=shared,
     )

@@ -10,7 +10,12 @@ from gateway.schema import build_schema
 from tests.client import Api, unique_login
 
 #: Types that are no entities: roots, connections and their edges, page info, mutation results.
-NOT_ENTITIES = {"Query", "Mutation", "Subscription", "PageInfo", "AuthPayload", "ContactSync"}
+# Values and events: a cache keeps them inside the object that holds them (a user's
+# presence), or they are news that is never cached (a receipt, someone typing).
+NOT_ENTITIES = {
+    "Query", "Mutation", "Subscription", "PageInfo", "AuthPayload", "ContactSync",
+    "Presence", "PresenceEvent", "ReadReceipt", "TypingEvent",
+}  # fmt: skip
 NODE_TYPES = {
     "User", "Me", "Room", "Post", "Folder", "TalkPartner",
     "Conversation", "DirectMessage", "RoomMessage", "Email", "Comment",

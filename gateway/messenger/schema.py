@@ -1,10 +1,12 @@
-"""The messenger's root fields: ``Me.talkPartners`` and ``Me.conversation``, sending and
-marking read, and the ``messageReceived`` subscription.
+"""The messenger's root fields: ``Me.talkPartners`` and ``Me.conversation``, sending,
+marking read and typing, and the ``messageReceived``, ``conversationRead`` and ``typing``
+subscriptions.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from functools import partial
 from typing import Annotated
 
 import strawberry
@@ -16,11 +18,12 @@ from gateway.graph.live import Verdict
 from gateway.graph.pagination import Connection, Flag, page_request
 from gateway.messenger import rules
 from gateway.messenger.cursors import mark_cursor, mark_position
-from gateway.messenger.events import user_messages_channel
+from gateway.messenger.events import receipts_channel, typing_channel, user_messages_channel
 from gateway.messenger.records import MessageRecord
 from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
-from gateway.messenger.types import Conversation, DirectMessage, TalkPartner
+from gateway.messenger.types import Conversation, DirectMessage, ReadReceipt, TalkPartner, TypingEvent
+from gateway.messenger.typing import TypingExpiry
 from gateway.ratelimit.policy import Limit
 from gateway.users.loaders import user_loader
 
@@ -117,6 +120,20 @@ class MessengerMutation:
         record = await service(context).mark_read(viewer, partner)
         return TalkPartner.of(record)
 
+    @strawberry.mutation(
+        description="Tell `with` you are typing to them (`typing: false`: you stopped). Never stored; "
+        "it lapses by itself a few seconds after the last `typing: true` (6 unless the gateway is set "
+        "otherwise), so send it again every 2 or 3 seconds while the user types. Only a talk partner "
+        "hears it; true either way. Rate limited."
+    )
+    async def set_typing(self, info: Info, with_: WithArgument, typing: bool = True) -> bool:
+        context = context_of(info)
+        viewer = await context.require_viewer()
+        other = rules.other_login(with_, viewer, "with")
+        await context.rate_limit(Limit.TYPING, viewer)
+        await service(context).set_typing(viewer, other, typing)
+        return True
+
 
 @strawberry.type
 class MessengerSubscription:
@@ -132,6 +149,42 @@ class MessengerSubscription:
             )
             async for message in follow.events():
                 yield message
+
+    @strawberry.subscription(
+        description="The read receipts of your talk partners: each time one marks your conversation "
+        "read with something unread in it."
+    )
+    async def conversation_read(self, info: Info) -> AsyncGenerator[ReadReceipt, None]:
+        context = context_of(info)
+        login = await context.require_viewer()
+        async with context.live.follow(receipts_channel(login)) as follow:
+            await follow.go_live(
+                _every_message, ReadReceipt.of_event, viewer=login, token=context.token, per_viewer=True
+            )
+            async for receipt in follow.events():
+                yield receipt
+
+    @strawberry.subscription(
+        description="Your talk partners starting and stopping typing to you; an indicator nobody "
+        "renews stops by itself after a few seconds."
+    )
+    async def typing(self, info: Info) -> AsyncGenerator[TypingEvent, None]:
+        context = context_of(info)
+        login = await context.require_viewer()
+        expiry = context.services.provided(TypingExpiry)
+        async with context.live.follow(typing_channel(login)) as follow:
+            await follow.go_live(
+                partial(_typing_news, expiry), TypingEvent.of_event, viewer=login, token=context.token
+            )
+            async for event in follow.events():
+                yield event
+
+
+def _typing_news(expiry: TypingExpiry, event: object) -> Verdict:
+    if not isinstance(event, dict):
+        return Verdict.SKIP
+    expiry.heard(event)
+    return Verdict.DELIVER
 
 
 def _every_message(event: object) -> Verdict:

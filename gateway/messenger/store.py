@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 from gateway.db import clock, timeline
@@ -23,7 +24,7 @@ from gateway.messenger.unread_store import UnreadLedger
 from gateway.settings import Settings
 
 _MESSAGE_COLUMNS = "message_id, sender, recipient, content, client_message_id"
-_PARTNER_COLUMNS = "partner, last_message, unread, unread_since"
+_PARTNER_COLUMNS = "partner, last_message, unread, unread_since, partner_read_at"
 
 _CONVERSATION = timeline.BucketedTimeline(
     items="direct_messages",
@@ -222,6 +223,16 @@ class MessengerStore:
         rows = await self.partners_among(owner, others)
         return {login for login, record in rows.items() if record.last_message is not None}
 
+    async def partner_read(self, owner: str, partner: str, at: datetime) -> None:
+        """``partner`` marked their side of the conversation with ``owner`` read at ``at``:
+        the receipt in ``owner``'s row (one plain write; the row exists, both sides of a
+        conversation have one)."""
+        await self.db.execute(
+            "UPDATE talk_partners SET partner_read_at = ?"
+            " WHERE owner = ? AND row_kind = 0 AND partner = ? AND client_message_id = ''",
+            (at, owner, partner),
+        )
+
     async def partner(self, owner: str, partner: str) -> PartnerRecord:
         """``owner``'s row for ``partner``; an empty one when they never talked."""
         return (await self.partners_among(owner, [partner]))[partner]
@@ -265,4 +276,5 @@ def _partner(owner: str, row: Row) -> PartnerRecord:
         last_message=LastMessage(id=last[0], sender=last[1], content=last[2]) if last else None,
         unread=unread,
         unread_since=clock.utc(row["unread_since"]) if unread and row["unread_since"] else None,
+        partner_read_at=clock.utc(row["partner_read_at"]) if row["partner_read_at"] else None,
     )

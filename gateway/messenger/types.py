@@ -16,6 +16,7 @@ from uuid import UUID
 import strawberry
 from strawberry.types import Info
 
+from gateway.errors import NotFound
 from gateway.graph.context import context_of
 from gateway.graph.cost import text_bound
 from gateway.graph.live import viewer_dependent
@@ -28,7 +29,7 @@ from gateway.messenger.loaders import partner_loader
 from gateway.messenger.records import MessageRecord, PartnerRecord, conversation_id
 from gateway.messenger.store import MessengerStore
 from gateway.users.loaders import user_loader
-from gateway.users.types import Prefetched, User, prefetched_user_field, users_by_login
+from gateway.users.types import Prefetched, User, load_user, prefetched_user_field, users_by_login
 
 MESSAGES_PAGE = 50
 
@@ -184,6 +185,12 @@ class Conversation(Node):
     unread_since: datetime | Awaitable[datetime | None] | None = _partner_row_field(
         "unread_since", datetime | None, "When the oldest unread message arrived; null when all is read."
     )
+    partner_read_at: datetime | Awaitable[datetime | None] | None = _partner_row_field(
+        "partner_read_at",
+        datetime | None,
+        "When the other user last marked the conversation read (your messages sent before it were "
+        "read); null when they never have. The `conversationRead` subscription tells of each change.",
+    )
 
     @strawberry.field(description="Newest first.")
     async def messages(
@@ -281,6 +288,63 @@ class TalkPartner(Node):
             logins.update(r.last_message.sender for r in records if r.last_message)
         users = await users_by_login(info, logins) if logins else None
         return [cls.of(record, users) for record in records]
+
+
+@strawberry.type(description="The other user read your conversation (`markConversationRead`).")
+class ReadReceipt:
+    _reader: strawberry.Private[str]
+    _owner: strawberry.Private[str]
+    read_at: datetime = strawberry.field(
+        description="When they read it: your messages sent before it were read."
+    )
+
+    @strawberry.field(description="Who read it.")
+    async def by(self, info: Info) -> User:
+        return await _existing_user(info, self._reader)
+
+    @strawberry.field(
+        description="Your conversation with them, as it stands now (`partnerReadAt` is `readAt`).",
+        metadata=viewer_dependent(),
+    )
+    def conversation(self) -> Conversation:
+        return Conversation.between(self._owner, self._reader)
+
+    @classmethod
+    def of_event(cls, event: dict[str, Any]) -> ReadReceipt:
+        return cls(
+            _reader=str(event["by"]),
+            _owner=str(event["to"]),
+            read_at=datetime.fromisoformat(str(event["readAt"])),
+        )
+
+
+@strawberry.type(description="A talk partner started or stopped typing to you.")
+class TypingEvent:
+    _sender: strawberry.Private[str]
+    typing: bool = strawberry.field(
+        description="true while they type; false when they stop, or when their client has not "
+        "renewed it for a few seconds."
+    )
+    at: datetime = strawberry.field(description="When it started or stopped.")
+
+    @strawberry.field(name="from", description="Who is typing.")
+    async def from_(self, info: Info) -> User:
+        return await _existing_user(info, self._sender)
+
+    @classmethod
+    def of_event(cls, event: dict[str, Any]) -> TypingEvent:
+        return cls(
+            _sender=str(event["from"]),
+            typing=bool(event["typing"]),
+            at=datetime.fromisoformat(str(event["at"])),
+        )
+
+
+async def _existing_user(info: Info, login: str) -> User:
+    found = await load_user(info, login)
+    if found is None:
+        raise NotFound(f"No user '{login}'.")
+    return found
 
 
 async def talk_partner_node(info: Info, owner: str, partner: str) -> TalkPartner | None:

@@ -553,6 +553,13 @@ class Settings:
         aliases=("ROOM_MAX_PARTICIPANTS",),
         bounds=POSITIVE,
     )
+    typing_seconds: float = setting(
+        "GATEWAY_TYPING_SECONDS",
+        6.0,
+        "how long a `setTyping(typing: true)` holds without renewal before subscribers hear `typing: false`",
+        group=MESSENGER,
+        bounds=POSITIVE,
+    )
     rooms_per_user_max: int = setting(
         "GATEWAY_ROOMS_PER_USER_MAX",
         200,
