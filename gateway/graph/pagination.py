@@ -32,6 +32,7 @@ from strawberry.types import Info
 from gateway.db.timeline import Position
 from gateway.errors import BadUserInput
 from gateway.graph.errors import QueryTooComplex
+from gateway.graph.node import parse_global_id
 from gateway.graph.plain_fields import NOT_READ, plain_reader
 
 T = TypeVar("T")
@@ -217,6 +218,32 @@ def decode_position(cursor: str | None, field: str = "after") -> Position | None
         # 32 bits would fail in the driver.
         raise BadUserInput(field, "Invalid cursor.")
     return position
+
+
+def resume_point(value: str, node_type: str, field: str = "after") -> UUID:
+    """The message a resuming subscription replays after: its ``id`` (a ``node_type``
+    global id, what a client holds of an event) or the cursor of any page's edge that
+    holds one (a (bucket, timeuuid) position). Only its time counts: the replay starts
+    there, whatever list the cursor came from."""
+    try:
+        type_name, key = parse_global_id(value, field)
+    except BadUserInput:
+        type_name, key = "", ""
+    if type_name == node_type:
+        try:
+            message_id = UUID(key.rpartition(":")[2])
+        except ValueError:
+            message_id = None
+        if message_id is None or message_id.version != 1:
+            raise BadUserInput(field, f"`{field}` is not the id of a message.")
+        return message_id
+    try:
+        position = decode_position(value, field)
+    except BadUserInput:
+        position = None
+    if position is None:
+        raise BadUserInput(field, f"`{field}` is neither a message's id nor a message list's cursor.")
+    return position.item_id
 
 
 def _names_argument(info: Info, name: str) -> bool:

@@ -8,14 +8,16 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from functools import partial
 from typing import Annotated
+from uuid import UUID
 
 import strawberry
 from strawberry.types import Info
 
+from gateway.db.timeline import REPLAY_MAX, Seam
 from gateway.errors import NotFound
 from gateway.graph.context import Context, context_of
 from gateway.graph.live import Verdict
-from gateway.graph.pagination import Connection, Flag, page_request
+from gateway.graph.pagination import Connection, Flag, page_request, resume_point
 from gateway.messenger import rules
 from gateway.messenger.cursors import mark_cursor, mark_position
 from gateway.messenger.events import receipts_channel, typing_channel, user_messages_channel
@@ -138,14 +140,39 @@ class MessengerMutation:
 @strawberry.type
 class MessengerSubscription:
     @strawberry.subscription(
-        description="Every direct message to or from you, on every open connection of yours."
+        description="Every direct message to or from you, on every open connection of yours. With "
+        "`after`, first every message of any of your conversations stored after that one, oldest "
+        "first, then live: no gap and no repeat at the seam."
     )
-    async def message_received(self, info: Info) -> AsyncGenerator[DirectMessage, None]:
+    async def message_received(
+        self,
+        info: Info,
+        after: Annotated[
+            str | None,
+            strawberry.argument(
+                description="A message you hold: its `id`, or the cursor of its edge in any "
+                f"conversation. At most {REPLAY_MAX} messages are replayed; past that, "
+                "`BAD_USER_INPUT` on `after` (page with `last`/`before` instead)."
+            ),
+        ] = None,
+    ) -> AsyncGenerator[DirectMessage, None]:
         context = context_of(info)
+        point = None if after is None else resume_point(after, "DirectMessage")
         login = await context.require_viewer()
         async with context.live.follow(user_messages_channel(login)) as follow:
+            replay: list[MessageRecord] = []
+            newer = None
+            if point is not None:
+                replay, seam = await service(context).replay(login, point)
+                newer = partial(_past_seam, seam)
             await follow.go_live(
-                _every_message, _direct_message, viewer=login, token=context.token, per_viewer=True
+                _every_message,
+                _direct_message,
+                viewer=login,
+                token=context.token,
+                per_viewer=True,
+                newer=newer,
+                replay=[message.to_event() for message in replay],
             )
             async for message in follow.events():
                 yield message
@@ -185,6 +212,10 @@ def _typing_news(expiry: TypingExpiry, event: object) -> Verdict:
         return Verdict.SKIP
     expiry.heard(event)
     return Verdict.DELIVER
+
+
+def _past_seam(seam: Seam, event: object) -> bool:
+    return isinstance(event, dict) and seam.newer(UUID(event["id"]))
 
 
 def _every_message(event: object) -> Verdict:

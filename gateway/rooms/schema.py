@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from functools import partial
+from typing import Annotated
 from uuid import UUID
 
 import strawberry
 from strawberry.types import Info
 
+from gateway.db.timeline import REPLAY_MAX, Seam
 from gateway.errors import Forbidden, NotFound
 from gateway.graph.context import Context, context_of
 from gateway.graph.live import Verdict
-from gateway.graph.pagination import Connection, page_size
+from gateway.graph.pagination import Connection, page_size, resume_point
 from gateway.ratelimit.policy import Limit
 from gateway.rooms import rules
 from gateway.rooms.cursors import decode_scan_cursor, decode_user_room_cursor, scan_cursor, user_room_cursor
@@ -123,9 +125,23 @@ class RoomSubscription:
         "only. Ends after the viewer leaves the room, and after the last system message when the "
         "room is deleted."
     )
-    async def room_messages(self, info: Info, room: str) -> AsyncGenerator[RoomMessage, None]:
+    async def room_messages(
+        self,
+        info: Info,
+        room: str,
+        after: Annotated[
+            str | None,
+            strawberry.argument(
+                description="A message of the room you hold: its `id`, or the cursor of its edge in "
+                "`room.messages`. The messages stored after it come first, oldest first (at most "
+                f"{REPLAY_MAX}; past that, `BAD_USER_INPUT` on `after`: page with `last`/`before`), "
+                "then live, with no gap and no repeat at the seam."
+            ),
+        ] = None,
+    ) -> AsyncGenerator[RoomMessage, None]:
         context = context_of(info)
         name = rules.room_name(room, "room")
+        point = None if after is None else resume_point(after, "RoomMessage")
         # Registered before any await, so nothing posted during the checks is missed.
         async with context.live.follow(room_channel(name)) as follow:
             viewer = await context.require_viewer()
@@ -134,11 +150,25 @@ class RoomSubscription:
                 raise NotFound(f"No room '{name}'.", field="room")
             if not await context.store(MemberStore).is_participant(record.id, viewer):
                 raise Forbidden(f"Join '{name}' to follow its messages.", field="room")
+            replay: list[RoomEvent] = []
+            newer = None
+            if point is not None:
+                replay, seam = await service(context).replay(record, point)
+                newer = partial(_past_seam, seam)
             await follow.go_live(
-                partial(_room_verdict, record.id, viewer), _room_message, viewer=viewer, token=context.token
+                partial(_room_verdict, record.id, viewer),
+                _room_message,
+                viewer=viewer,
+                token=context.token,
+                newer=newer,
+                replay=replay,
             )
             async for message in follow.events():
                 yield message
+
+
+def _past_seam(seam: Seam, event: object) -> bool:
+    return isinstance(event, RoomEvent) and seam.newer(event.message.id)
 
 
 def _room_verdict(room_id: UUID, viewer: str, event: object) -> Verdict:
