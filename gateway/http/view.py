@@ -171,8 +171,14 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         except MissingQueryError as exc:
             raise HTTPException(400, "No GraphQL query found in the request") from exc
         if not is_request_error(result.data, result.errors):
-            await self.persisted_queries.remember(request_data.query, request_data.extensions)
+            await self.persisted_queries.remember(
+                request_data.query, request_data.extensions, lambda: self.admit_registration(context)
+            )
         return result
+
+    async def admit_registration(self, context: Any) -> bool:
+        """Whether the client of ``context`` may register one more persisted query."""
+        return True
 
     async def process_result(self, request: web.Request, result: ExecutionResult) -> GraphQLHTTPResponse:
         response = await super().process_result(request, result)

@@ -38,6 +38,8 @@ class Limit(enum.Enum):
     WRONG_CODE = "rate_wrong_codes"
     #: identities an address-book upload newly answered with their user, per user.
     IDENTITY_LOOKUP = "rate_identity_lookups"
+    #: automatic persisted queries registered per client address.
+    PERSISTED_QUERIES = "rate_persisted_queries"
 
 
 #: Limits that refuse (``UNAVAILABLE``) while a shared limiter cannot reach its state:

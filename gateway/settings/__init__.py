@@ -461,6 +461,14 @@ class Settings:
         group=RATES,
         check=rate_problem,
     )
+    rate_persisted_queries: str = setting(
+        "GATEWAY_RATE_PERSISTED_QUERIES",
+        "100/h",
+        "automatic persisted queries registered (documents the gateway did not know yet), per client "
+        "address; over it the operation still runs, but its document is not remembered",
+        group=RATES,
+        check=rate_problem,
+    )
     sign_in_free_failures: int = setting(
         "GATEWAY_SIGN_IN_FREE_FAILURES",
         5,
