@@ -93,6 +93,43 @@ async def test_sign_in_attempts_are_limited_per_client_address(make_server: Serv
     assert not elsewhere.errors
 
 
+async def test_failures_from_one_address_never_lock_the_owner_out_from_another(
+    make_server: ServerFactory,
+) -> None:
+    api, _ = await make_server(sign_in_free_failures=2, sign_in_backoff=60.0, **TRUSTED_LOOPBACK)
+    victim = await api.sign_up("victim")
+    attacker = from_address("203.0.113.50")
+    tries = [await sign_in(api, victim.login, f"guess{i}", headers=attacker) for i in range(4)]
+    assert [r.codes[0] for r in tries] == ["UNAUTHENTICATED"] * 2 + ["RATE_LIMITED"] * 2
+    assert 55 < retry_after(tries[-1]) <= 60
+    # The failures are the attacker's address's, for that login: the owner elsewhere signs in.
+    owner = await sign_in(api, victim.login, victim.password, headers=from_address("198.51.100.50"))
+    assert not owner.errors, owner
+    # And the attacker's address is no freer for it.
+    assert (await sign_in(api, victim.login, victim.password, headers=attacker)).codes == ["RATE_LIMITED"]
+
+
+async def test_guesses_spread_over_addresses_are_slowed_per_login_and_the_owner_at_home_is_not(
+    make_server: ServerFactory,
+) -> None:
+    api, _ = await make_server(rate_sign_in_login="3/h", **TRUSTED_LOOPBACK)
+    victim = await api.sign_up("spread")
+    home = from_address("198.51.100.60")
+    assert not (await sign_in(api, victim.login, victim.password, headers=home)).errors
+    guesses = [
+        await sign_in(api, victim.login, "guess", headers=from_address(f"203.0.113.{60 + i}"))
+        for i in range(3)
+    ]
+    assert [r.codes[0] for r in guesses] == ["UNAUTHENTICATED", "UNAUTHENTICATED", "RATE_LIMITED"]
+    assert 1150 < retry_after(guesses[-1]) <= 1200  # one attempt back every 20 minutes: slowed, not locked
+    # The right password from an address this login never signed in from waits too, so a
+    # refusal tells nothing about the guess.
+    new_place = await sign_in(api, victim.login, victim.password, headers=from_address("192.0.2.60"))
+    assert new_place.codes == ["RATE_LIMITED"]
+    # Where the owner signed in before, the per-login ceiling does not apply.
+    assert not (await sign_in(api, victim.login, victim.password, headers=home)).errors
+
+
 async def sign_up(api: Api, headers: dict[str, str] | None = None) -> Response:
     login = unique_login("su")
     account = {"login": login, "password": "correct-horse", "firstname": "A", "lastname": "B"}

@@ -415,6 +415,16 @@ class Settings:
         group=RATES,
         check=rate_problem,
     )
+    rate_sign_in_login: str = setting(
+        "GATEWAY_RATE_SIGN_IN_LOGIN",
+        "100/h",
+        "`signIn` attempts per login, from every address together, but for the addresses that login "
+        "signed in from within 30 days (they are not counted); beyond it an attempt waits for the "
+        "bucket (`RATE_LIMITED`, a wait of the period over the count), which slows guessing spread over "
+        "many addresses without locking the owner out",
+        group=RATES,
+        check=rate_problem,
+    )
     rate_sign_up: str = setting(
         "GATEWAY_RATE_SIGN_UP", "20/h", "`signUp` per client address", group=RATES, check=rate_problem
     )
@@ -472,7 +482,8 @@ class Settings:
     sign_in_free_failures: int = setting(
         "GATEWAY_SIGN_IN_FREE_FAILURES",
         5,
-        "failed `signIn`s in a row for one login before each further attempt must wait",
+        "failed `signIn`s in a row for one login from one client address before each further attempt "
+        "from there must wait",
         group=RATES,
         bounds=NOT_NEGATIVE,
     )
