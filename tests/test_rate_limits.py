@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
 import pytest
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
@@ -147,6 +148,31 @@ async def test_sign_ups_are_limited_per_client_address(make_server: ServerFactor
     assert [r.codes for r in results] == [[], [], ["RATE_LIMITED"]]
     assert 1750 < retry_after(results[-1]) <= 1800
     assert not (await sign_up(api, two)).errors
+
+
+async def test_probing_logins_through_sign_up_is_rate_limited_conflicts_included(
+    make_server: ServerFactory,
+) -> None:
+    api, _ = await make_server(rate_sign_up="4/h", **TRUSTED_LOOPBACK)
+    taken = [(await api.sign_up("taken")).login for _ in range(3)]
+    prober = from_address("203.0.113.70")
+    probe = "mutation($i: SignUpInput!) { signUp(input: $i) { token } }"
+
+    def attempt(login: str) -> dict[str, Any]:
+        fields = {"login": login, "password": "correct-horse", "firstname": "P", "lastname": "Q"}
+        return {"i": {**fields, "email": f"{login}@example.com"}}
+
+    answers = [await api.call(probe, attempt(login), headers=prober) for login in [*taken, taken[0]]]
+    assert [r.codes for r in answers] == [["CONFLICT"]] * 4
+    assert (await api.call(probe, attempt(unique_login("free")), headers=prober)).codes == ["RATE_LIMITED"]
+    assert 850 < retry_after(await api.call(probe, attempt(taken[2]), headers=prober)) <= 900
+    # The operations of a batch take an attempt each.
+    batch = [{"query": probe, "variables": attempt(login)} for login in [*taken, *taken]]
+    headers = {**from_address("198.51.100.70"), "Content-Type": "application/json"}
+    async with aiohttp.ClientSession() as http, http.post(api.url, json=batch, headers=headers) as answer:
+        results = await answer.json()
+    codes = sorted(error["extensions"]["code"] for result in results for error in result["errors"])
+    assert codes == ["CONFLICT"] * 4 + ["RATE_LIMITED"] * 2
 
 
 async def test_forwarded_addresses_count_only_behind_a_trusted_proxy(make_server: ServerFactory) -> None:
