@@ -12,7 +12,9 @@ the spec's order and refuses anything else with ``BAD_REQUEST``:
 3. the caller is authenticated: an anonymous caller's files are never read,
    and the operation runs with each replaced by a :class:`RefusedUpload`
    (``sendEmail`` then answers ``UNAUTHENTICATED``);
-4. only then each file part, which must be named in ``map``, is piped
+4. the caller's upload limit (``GATEWAY_RATE_UPLOADS``) is taken, once per
+   request: over it no file is read either (``RATE_LIMITED``);
+5. only then each file part, which must be named in ``map``, is piped
    straight into ``attachment_chunks`` one 1000 KiB chunk at a time.
 
 Resolvers receive a :class:`StoredUpload` (what was stored) or a
@@ -36,6 +38,7 @@ from aiohttp.multipart import BodyPartReader, MultipartReader
 from cross_web import FormData
 
 from gateway.db.clock import new_timeuuid
+from gateway.errors import GatewayError, RateLimited
 from gateway.http.auth import bearer_token
 from gateway.http.multipart import MAX_MAP_BYTES, SPEC_ORDER, parse_map, parse_operations, upload_targets
 from gateway.http.requests import ENDPOINT, BoundedRequestAdapter, bad_request, too_large
@@ -62,16 +65,20 @@ class StoredUpload:
 
 @dataclass(frozen=True)
 class RefusedUpload:
-    """A file that was not stored, and why (the resolver reports it as bad input)."""
+    """A file that was not stored, and why: the resolver raises ``error``, or reports
+    ``reason`` as bad input."""
 
     filename: str
     reason: str
+    error: GatewayError | None = None
 
 
 @dataclass(frozen=True)
 class UploadSink:
     attachments: AttachmentStore
     authenticate: Callable[[str], Awaitable[str | None]]
+    #: Takes one upload from the user's bucket (``Limit.UPLOAD``), or raises RateLimited.
+    admit: Callable[[str], Awaitable[None]]
 
 
 UPLOAD_SINK = web.AppKey("mail_upload_sink", UploadSink)
@@ -94,12 +101,27 @@ class StreamingUploadAdapter(BoundedRequestAdapter):
         mapping = parse_map(raw_map)
         upload_targets(endpoint, parse_operations(operations), mapping)
         form = {"operations": operations, "map": raw_map}
-        if mapping and not await self._viewer(sink):
-            refused = {name: RefusedUpload(name, "Sign in to upload files.") for name in mapping}
-            self._form_data = FormData(files=refused, form=form)
-            return self._form_data
+        if mapping:
+            refused = await self._refusal(sink, mapping)
+            if refused is not None:
+                self._form_data = FormData(files=refused, form=form)
+                return self._form_data
         self._form_data = FormData(files=await _stream_files(reader, mapping, sink, staged), form=form)
         return self._form_data
+
+    async def _refusal(
+        self, sink: UploadSink, mapping: dict[str, list[str]]
+    ) -> dict[str, StoredUpload | RefusedUpload] | None:
+        """Every file refused unread when the caller is anonymous or over the upload limit
+        (taken here, once per request, before the first byte is stored); None to read them."""
+        login = await self._viewer(sink)
+        if login is None:
+            return {name: RefusedUpload(name, "Sign in to upload files.") for name in mapping}
+        try:
+            await sink.admit(login)
+        except RateLimited as exc:
+            return {name: RefusedUpload(name, exc.message, exc) for name in mapping}
+        return None
 
     async def _viewer(self, sink: UploadSink) -> str | None:
         token = bearer_token(self.request.headers.get("Authorization"))
