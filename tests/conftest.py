@@ -124,7 +124,7 @@ def base_settings(codes: CodeReceiver, tooling: ToolingSettings) -> Settings:
         argon2_memory_cost_kib=8192,
         argon2_parallelism=1,
         # A real cluster needs a pepper of its own; the test keyspace is thrown away.
-        contacts_identity_pepper=os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER") or "test-suite-pepper",
+        contacts_identity_pepper=os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER") or uuid.uuid4().hex * 2,
         **GENEROUS_LIMITS,
         verification_webhook_url=codes.url,
     )

@@ -82,7 +82,7 @@ async def ring_api(ring: CassandraRing) -> AsyncIterator[tuple[Api, Settings]]:
         argon2_memory_cost_kib=8192,
         argon2_parallelism=1,
         # A real cluster's secrets, for a keyspace that is thrown away.
-        contacts_identity_pepper="test-ring-pepper",
+        contacts_identity_pepper=uuid.uuid4().hex + uuid.uuid4().hex,
         url_signing_secret=uuid.uuid4().hex + uuid.uuid4().hex,
         **GENEROUS_LIMITS,
     )

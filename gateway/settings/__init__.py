@@ -46,6 +46,7 @@ from gateway.settings.values import (
     ANY_ORIGIN,
     broker_url_problem,
     bucket_problem,
+    cluster_secret_problem,
     country_code_problem,
     file_problem,
     keyspace_problem,
@@ -590,7 +591,8 @@ class Settings:
         "GATEWAY_URL_SIGNING_SECRET",
         "",
         "HMAC key of download links, at least 32 characters (`openssl rand -hex 32`); required with "
-        "`CASSANDRA_CONTACT_POINTS`, the same on every gateway process",
+        "`CASSANDRA_CONTACT_POINTS`, the same on every gateway process, and never a value published with "
+        "the gateway (compose.yaml's demo value, the docs' examples)",
         group=MAIL,
         check=signing_secret_problem,
         secret=True,
@@ -608,8 +610,9 @@ class Settings:
     contacts_identity_pepper: str = setting(
         "GATEWAY_CONTACTS_IDENTITY_PEPPER",
         "insecure-development-pepper",
-        "secret HMAC key of the identity hashes; required on a real cluster (with "
-        "`CASSANDRA_CONTACT_POINTS` set the gateway does not start on the default); keep it stable",
+        "secret HMAC key of the identity hashes, the same on every gateway process; required on a real "
+        "cluster (with `CASSANDRA_CONTACT_POINTS` set the gateway does not start on the default, on a value "
+        "published with it, or on fewer than 32 characters: `openssl rand -hex 32`); keep it stable",
         group=CONTACTS,
         aliases=("CONTACTS_IDENTITY_PEPPER",),
         secret=True,
@@ -748,11 +751,15 @@ class Settings:
             found.append(
                 ("GATEWAY_CORS_ORIGINS", "GATEWAY_CORS_ORIGINS: '*' (any origin) must be the only entry")
             )
-        if not self.embedded and not self.url_signing_secret:
-            name = "GATEWAY_URL_SIGNING_SECRET"
+        if self.embedded:
+            return found
+        name = "GATEWAY_URL_SIGNING_SECRET"
+        if not self.url_signing_secret:
             found.append((name, f"{name} must be set with CASSANDRA_CONTACT_POINTS (gateways share it)"))
-        if not self.embedded and self.contacts_identity_pepper == Settings.contacts_identity_pepper:
-            name = "GATEWAY_CONTACTS_IDENTITY_PEPPER"
+        elif problem := cluster_secret_problem(name, self.url_signing_secret):
+            found.append((name, problem))
+        name = "GATEWAY_CONTACTS_IDENTITY_PEPPER"
+        if self.contacts_identity_pepper in ("", Settings.contacts_identity_pepper):
             found.append(
                 (
                     name,
@@ -760,4 +767,6 @@ class Settings:
                     "is set): with the public default, identity hashes are reversed by trying every number",
                 )
             )
+        elif problem := cluster_secret_problem(name, self.contacts_identity_pepper):
+            found.append((name, problem))
         return found
