@@ -671,8 +671,9 @@ class Settings:
         "GATEWAY_VERIFICATION_WEBHOOK_URL",
         "",
         'where identity verification codes are POSTed as JSON `{"network", "networkId", "code", '
-        '"expiresAt"}` (your SMS or email sender; any 2xx is a delivery); empty: the code is written to '
-        "the server log at WARNING, for development",
+        '"expiresAt"}` (your SMS or email sender; any 2xx is a delivery); required with '
+        "`CASSANDRA_CONTACT_POINTS`; empty, on the embedded development node only, the code is written to "
+        "the server log at WARNING",
         group=CONTACTS,
     )
     verification_code_ttl_seconds: int = setting(
@@ -769,4 +770,13 @@ class Settings:
             )
         elif problem := cluster_secret_problem(name, self.contacts_identity_pepper):
             found.append((name, problem))
+        if not self.verification_webhook_url:
+            name = "GATEWAY_VERIFICATION_WEBHOOK_URL"
+            found.append(
+                (
+                    name,
+                    f"{name} must be set with CASSANDRA_CONTACT_POINTS: a real cluster delivers verification "
+                    "codes to your sender and never writes them to its log",
+                )
+            )
         return found
