@@ -582,10 +582,10 @@ class Settings:
         "GATEWAY_PUBLIC_URL",
         "",
         "the origin (and path prefix, e.g. `https://api.example.com/mail`) that `Attachment.url` starts "
-        "with; set it behind a reverse proxy",
+        "with; empty, `Attachment.url` is a path (`/attachments/...`) on the origin the API is served "
+        "from (never built from the request's `Host`, which the client chooses)",
         group=MAIL,
         check=public_url_problem,
-        default_text="the request's own `scheme://host`",
     )
     url_signing_secret: str = setting(
         "GATEWAY_URL_SIGNING_SECRET",
