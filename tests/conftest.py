@@ -127,6 +127,8 @@ def base_settings(codes: CodeReceiver, tooling: ToolingSettings) -> Settings:
         contacts_identity_pepper=os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER") or uuid.uuid4().hex * 2,
         **GENEROUS_LIMITS,
         verification_webhook_url=codes.url,
+        # GraphiQL and the audits introspect, wherever the node is (a real cluster's default is off).
+        introspection=True if settings.introspection is None else settings.introspection,
     )
     if settings.embedded:
         from devnode.cassandra import CassandraNode

@@ -88,7 +88,7 @@ async def trusted_api(make_server: ServerFactory, tmp_path: Path) -> Api:
     manifest = tmp_path / "documents.json"
     documents = ("{ __typename }", "query Me { me { user { login } } }")
     manifest.write_text(json.dumps({sha(d): d for d in documents}))
-    api, _ = await make_server(trusted_documents=manifest)
+    api, _ = await make_server(trusted_documents=manifest, introspection=None)  # its default
     return api
 
 

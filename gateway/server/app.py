@@ -32,7 +32,7 @@ from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
 from gateway.ratelimit.policy import Limit
 from gateway.server.drain import Drain
 from gateway.server.graphiql import add_static_routes, render_graphiql
-from gateway.server.metrics import UPGRADED
+from gateway.server.metrics import UPGRADED, Exposure
 from gateway.server.metrics import install as install_metrics
 from gateway.settings import Settings
 from gateway.tasks import cancel_and_wait
@@ -218,7 +218,7 @@ def create_app(
     app[DRAIN] = drain
     limits = QueryLimits.of(settings)
     app[ENDPOINT] = Endpoint(composition.schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
-    metrics = install_metrics(app)
+    metrics = install_metrics(app, Exposure(settings.metrics_open, settings.metrics_token))
     services.metrics = metrics
     metrics.set_broker_state(services.pubsub.state)
     if isinstance(services.pubsub, RedisPubSub):

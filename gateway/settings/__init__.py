@@ -143,11 +143,21 @@ class Settings:
     introspection: bool | None = setting(
         "GATEWAY_INTROSPECTION",
         None,
-        "`0` turns schema introspection (`__schema`, `__type`) off (GraphiQL then has no docs or "
-        "completion); `1` keeps it on also with trusted documents, where introspection-only queries then "
-        "run without being in the manifest",
+        "`1` lets anyone read the schema through introspection (`__schema`, `__type`: what GraphiQL's "
+        "docs and completion and code generators read), also with trusted documents, where "
+        "introspection-only queries then run without being in the manifest; `0` turns it off",
         group=HTTP,
-        default_text="on; off with `GATEWAY_TRUSTED_DOCUMENTS`",
+        default_text="on on the embedded node; off with `CASSANDRA_CONTACT_POINTS` or "
+        "`GATEWAY_TRUSTED_DOCUMENTS`",
+    )
+    metrics_token: str = setting(
+        "GATEWAY_METRICS_TOKEN",
+        "",
+        "bearer token `GET /metrics` requires (`Authorization: Bearer <token>`, Prometheus' "
+        "`authorization` or `bearer_token_file`), at least 32 characters on a real cluster; empty: "
+        "`/metrics` is open on the embedded node and answers 404 with `CASSANDRA_CONTACT_POINTS`",
+        group=HTTP,
+        secret=True,
     )
     query_metrics: bool = setting(
         "GATEWAY_QUERY_METRICS",
@@ -716,11 +726,18 @@ class Settings:
 
     @property
     def introspection_allowed(self) -> bool:
-        """``GATEWAY_INTROSPECTION`` when set; else on, unless trusted documents lock the
-        gateway to known operations (then GraphiQL and tools must be let in explicitly)."""
+        """``GATEWAY_INTROSPECTION`` when set; else on for the embedded development node only:
+        a real cluster does not hand its whole schema (every field a probe could aim at) to
+        anyone who asks, and trusted documents lock the gateway to known operations (then
+        GraphiQL and tools must be let in explicitly)."""
         if self.introspection is not None:
             return self.introspection
-        return self.trusted_documents is None
+        return self.embedded and self.trusted_documents is None
+
+    @property
+    def metrics_open(self) -> bool:
+        """Whether ``/metrics`` answers without a token: on the embedded node when none is set."""
+        return self.embedded and not self.metrics_token
 
     def rate_variables(self) -> dict[str, str]:
         """Each rate limit's environment variable and value."""
@@ -769,6 +786,9 @@ class Settings:
                 )
             )
         elif problem := cluster_secret_problem(name, self.contacts_identity_pepper):
+            found.append((name, problem))
+        name = "GATEWAY_METRICS_TOKEN"
+        if self.metrics_token and (problem := cluster_secret_problem(name, self.metrics_token)):
             found.append((name, problem))
         if not self.verification_webhook_url:
             name = "GATEWAY_VERIFICATION_WEBHOOK_URL"
