@@ -217,7 +217,13 @@ def create_app(
     app[READY] = asyncio.Event()
     app[DRAIN] = drain
     limits = QueryLimits.of(settings)
-    app[ENDPOINT] = Endpoint(composition.schema._schema, limits, settings.max_tokens, settings.max_json_bytes)
+    app[ENDPOINT] = Endpoint(
+        composition.schema._schema,
+        limits,
+        settings.max_tokens,
+        settings.max_json_bytes,
+        settings.body_timeout_seconds,
+    )
     metrics = install_metrics(app, Exposure(settings.metrics_open, settings.metrics_token))
     services.metrics = metrics
     metrics.set_broker_state(services.pubsub.state)

@@ -88,6 +88,31 @@ _BUCKET = "(`year`, `month`, `day` or `<N>s`; never change it once data is store
 class Settings:
     host: str = setting("GATEWAY_HOST", "127.0.0.1", "listen address", group=HTTP)
     port: int = setting("GATEWAY_PORT", 8000, "listen port", group=HTTP, bounds=PORT)
+    header_timeout_seconds: float = setting(
+        "GATEWAY_HEADER_TIMEOUT_SECONDS",
+        10.0,
+        "seconds a client has to send a request's head (request line and headers), counted from its "
+        "connection or, on a kept-alive connection, from the head's first byte; then the connection is "
+        "closed (after a 408 when part of a head came), however slowly bytes keep arriving",
+        group=HTTP,
+        bounds=POSITIVE,
+    )
+    body_timeout_seconds: float = setting(
+        "GATEWAY_BODY_TIMEOUT_SECONDS",
+        30.0,
+        "seconds a request body (JSON or multipart) may go without a byte while the gateway reads it; "
+        "then 408 (`BAD_REQUEST`) and the connection is closed",
+        group=HTTP,
+        bounds=POSITIVE,
+    )
+    keepalive_seconds: float = setting(
+        "GATEWAY_KEEPALIVE_SECONDS",
+        75.0,
+        "seconds an idle kept-alive connection stays open between two requests; behind a load balancer, "
+        "set it above the balancer's own idle timeout (60 s for most)",
+        group=HTTP,
+        bounds=POSITIVE,
+    )
     log_level: str = setting(
         "GATEWAY_LOG_LEVEL",
         "INFO",
