@@ -100,6 +100,12 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
             # A multipart body's part with an oversized or malformed header, read mid-stream.
             detail = (exc.message or "malformed").strip().splitlines()[0][:200]
             return refused_response(request, RequestRefused(400, MALFORMED_BODY.format(detail=detail)))
+        except web.RequestPayloadError as exc:
+            # A body whose framing breaks while it is read (a chunk size that is not one).
+            cause = exc.__cause__
+            detail = cause.message if isinstance(cause, HttpProcessingError) else str(exc)
+            detail = (detail or "malformed").strip().splitlines()[0][:200]
+            return refused_response(request, RequestRefused(400, MALFORMED_BODY.format(detail=detail)))
 
     def is_websocket_request(self, request: web.Request) -> TypeGuard[web.Request]:
         """Strawberry's check, asked twice per request, builds a ``WebSocketResponse``

@@ -1,4 +1,5 @@
-"""Deadlines on reading a request's head: the gateway's one reach into aiohttp's server.
+"""Deadlines on reading a request's head, and quiet refusals of malformed requests: the
+gateway's one reach into aiohttp's server.
 
 aiohttp reads a request's head with no deadline of its own: a connection that sends half a
 head, or nothing, or a head a byte at a time, is held until the keep-alive timer fires (an
@@ -24,7 +25,9 @@ in ``pyproject.toml``), each checked to exist by ``tests/unit/test_aiohttp_inter
 - public but undocumented, overridden or called: ``Server.__call__`` (the protocol factory),
   ``Server.request_factory`` (wrapped: a request is made once its head is parsed),
   ``RequestHandler.connection_made``, ``.data_received``, ``.connection_lost``,
-  ``.finish_response``, ``.force_close`` and ``.transport``.
+  ``.finish_response``, ``.force_close``, ``.transport``, ``.logger`` and ``.log_exception``
+  (overridden: a request aiohttp cannot parse, ``HttpProcessingError``, is logged at DEBUG
+  without its traceback, rather than at ERROR with it).
 
 With ``GATEWAY_HEADER_TIMEOUT_SECONDS`` large the handler behaves as aiohttp's own.
 """
@@ -38,6 +41,7 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler
@@ -111,6 +115,21 @@ class DeadlineRequestHandler(RequestHandler):
             # A body that stalled: nothing more is read from this client.
             self.force_close()
         return answered
+
+    def log_exception(self, *args: Any, **kwargs: Any) -> None:
+        """aiohttp logs every request it cannot parse (a bad request line, a header with a
+        control character, a duplicate ``Host``...) at ERROR with its traceback, before it
+        answers 400: anyone could fill the log with tracebacks at the cost of a few bytes
+        each, and real errors would drown. Such a request is the client's error, answered as
+        such, so it is logged at DEBUG, without a traceback; anything else as aiohttp does."""
+        error = kwargs.get("exc_info")
+        if isinstance(error, web.RequestPayloadError) and isinstance(error.__cause__, HttpProcessingError):
+            error = error.__cause__
+        if isinstance(error, HttpProcessingError):
+            detail = (error.message or type(error).__name__).strip().splitlines()[0][:200]
+            self.logger.debug("malformed request answered %s: %s", error.code, detail)
+            return
+        super().log_exception(*args, **kwargs)
 
     def _arm(self) -> None:
         self._disarm()

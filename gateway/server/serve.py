@@ -60,6 +60,9 @@ def app_runner(app: web.Application, settings: Settings, **kwargs: Any) -> Gatew
         app,
         deadlines=Deadlines.of(settings),
         keepalive_timeout=settings.keepalive_seconds,
+        # Bodies are read as sent: a Content-Encoding is refused (415) before any read, and a
+        # body never read is never inflated (in aiohttp's lingering read either).
+        auto_decompress=False,
         access_log=access_logger if settings.http_access_log else None,
         access_log_class=AccessLog,
         **kwargs,

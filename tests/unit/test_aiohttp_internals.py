@@ -57,7 +57,7 @@ async def test_a_server_keeps_its_loop_arguments_and_request_factory() -> None:
 
 
 def test_the_connection_handler_has_the_methods_the_subclass_overrides_and_calls() -> None:
-    for name in ("connection_made", "data_received", "connection_lost", "force_close"):
+    for name in ("connection_made", "data_received", "connection_lost", "force_close", "log_exception"):
         assert callable(getattr(RequestHandler, name)), name
     assert list(inspect.signature(RequestHandler.data_received).parameters) == ["self", "data"]
     assert inspect.iscoroutinefunction(RequestHandler.finish_response)
@@ -67,5 +67,6 @@ def test_the_connection_handler_has_the_methods_the_subclass_overrides_and_calls
         "resp",
         "start_time",
     ]
-    assert "transport" in dir(RequestHandler)
+    assert "transport" in dir(RequestHandler) and "logger" in dir(RequestHandler)
+    assert "exc_info" in inspect.getsource(RequestHandler.handle_error)  # how a parse error reaches the log
     assert list(inspect.signature(Server.__call__).parameters) == ["self"]
