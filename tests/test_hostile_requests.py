@@ -69,6 +69,11 @@ MALFORMED_ON_THE_WIRE = {
     "a folded header": b"POST /graphql HTTP/1.1\r\nHost: h\r\nContent-Length:\r\n  2\r\n\r\n{}",
     "two lengths": b"POST /graphql HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\nContent-Length: 2\r\n\r\n{}",
     "a space before the colon": b"POST /graphql HTTP/1.1\r\nHost: h\r\nContent-Length : 2\r\n\r\n{}",
+    "a WebSocket key that is not ASCII": (
+        b"GET /graphql HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIH\xffNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        b"Sec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n"
+    ),
 }
 BROKEN_BODIES = {
     "a compressed body that does not decode": (
