@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 #: The fuzzing tests that share ``FUZZ_MINUTES`` between them.
-FUZZ_TESTS = 4
+FUZZ_TESTS = 5
 #: Seconds any one request, message or frame may take before it counts as a hang: a hang
 #: detector, generous on a loaded machine, never a measure of speed.
 HANG_GUARD = 10.0
