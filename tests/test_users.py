@@ -95,6 +95,21 @@ async def test_a_token_that_is_not_text_is_unauthenticated_over_http_and_websock
             assert await asyncio.wait_for(socket.close_code(), WAIT) == 4403, token
 
 
+async def test_a_password_that_is_not_unicode_is_bad_input_at_sign_up_and_wrong_at_sign_in(api: Api) -> None:
+    """Found by ``tests/test_fuzz_variables.py``: a lone surrogate in a password reached the
+    password hash, which cannot encode it, and the answer was INTERNAL_SERVER_ERROR."""
+    login = unique_login("surr")
+    sign_up = "mutation($i: SignUpInput!) { signUp(input: $i) { token } }"
+    fields = {"login": login, "firstname": "S", "lastname": "U", "email": f"{login}@example.com"}
+    error = await api.error(sign_up, {"i": {**fields, "password": "correct-horse\ud800"}})
+    assert (error["extensions"]["code"], error["extensions"]["field"]) == ("BAD_USER_INPUT", "password")
+    account = await api.sign_up("surrb")
+    sign_in = "mutation($l: String!, $p: String!) { signIn(login: $l, password: $p) { token } }"
+    for login_given in (account.login, "nobody-surrogate"):
+        error = await api.error(sign_in, {"l": login_given, "p": "\ud800"})
+        assert error["extensions"]["code"] == "UNAUTHENTICATED"
+
+
 async def test_expired_session_is_unauthenticated(api: Api, app: web.Application) -> None:
     from datetime import UTC, datetime, timedelta
 
