@@ -85,6 +85,10 @@ MISSHAPEN: list[dict[str, Any]] = [
         "payload": {"query": "subscription { messageReceived { id } }", "variables": 3},
     },
     {"type": "connection_init", "payload": "token"},
+    {"type": "stop"},
+    {"type": "start", "payload": {"query": "subscription { messageReceived { id } }"}},
+    {"type": "\ud800"},
+    {"id": "\ud800", "type": "start", "payload": {"query": "subscription { messageReceived { id } }"}},
 ]
 
 

@@ -231,18 +231,34 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         return response
 
 
+#: Message types that name an operation by its ``id``.
+_OPERATION_TYPES = ("subscribe", "complete", "start", "stop")
+
+
+def _is_text(value: object) -> bool:
+    """A string that can be written back (no lone surrogate: a handler that echoes the
+    ``type`` in a close reason, or an ``id`` in a message, must be able to encode it)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def socket_message_problem(message: object) -> str | None:
     """What makes ``message`` no client message of ``graphql-transport-ws`` or legacy
-    ``graphql-ws``, or None: an object with a string ``type``, a string ``id`` if any, a
-    ``payload`` that is an object or null if any, and for ``subscribe``/``start`` a payload
-    with a string ``query``, object ``variables`` and ``extensions`` and a string
-    ``operationName`` where given."""
+    ``graphql-ws``, or None: an object with a ``type`` of text, an ``id`` of text if any
+    (and always for the messages of an operation), a ``payload`` that is an object or null
+    if any, and for ``subscribe``/``start`` a payload with a string ``query``, object
+    ``variables`` and ``extensions`` and a string ``operationName`` where given."""
     if not isinstance(message, dict):
         return "A message is a JSON object."
-    if not isinstance(message.get("type"), str):
+    if not _is_text(message.get("type")):
         return "A message has a string `type`."
-    if "id" in message and not isinstance(message["id"], str):
-        return "A message's `id` is a string."
+    if ("id" in message or message["type"] in _OPERATION_TYPES) and not _is_text(message.get("id")):
+        return "An operation's message has a string `id`."
     payload = message.get("payload")
     if payload is not None and not isinstance(payload, dict):
         return "A message's `payload` is an object."
