@@ -79,7 +79,7 @@ def _comment(n: int) -> dict[str, str]:
 
 
 async def _front_page_raw(posts: PostStore, comments: CommentStore, users: UserStore) -> None:
-    page = await posts.timeline(ALL_POSTS, first=10, after=None)
+    page = await posts.timeline(ALL_POSTS, size=10, cursor=None)
     summaries = [summary for _, summary in page.items]
     await asyncio.gather(
         users.get_many(s.author for s in summaries), comments.counts(s.slug for s in summaries)
@@ -92,7 +92,7 @@ async def _post_page_raw(posts: PostStore, comments: CommentStore, users: UserSt
     await asyncio.gather(
         users.get_many([post.author]),
         comments.counts([THREAD]),
-        comments.page(THREAD, first=50, after=None),
+        comments.page(THREAD, size=50, cursor=None),
     )
 
 

@@ -89,7 +89,7 @@ async def main() -> None:
             assert login is not None
             await mail.folders(login)
             await mail.unread_counts(login)
-            page = await mail.folder_page(login, "inbox", first=20, after=None)
+            page = await mail.folder_page(login, "inbox", size=20, cursor=None)
             await users.get_many({entry.sender for _, entry in page.items})
 
         async def email_raw() -> None:

@@ -55,7 +55,7 @@ async def main() -> None:
         async def main_view_raw() -> None:
             login = await sessions.login_of(owner_token)
             assert login is not None
-            page = await store.partners_page(login, first=50, after=None)
+            page = await store.partners_page(login, size=50, cursor=None)
             await users.get_many(record.partner for _, record in page.items)
 
         async def conversation_raw() -> None:
@@ -63,7 +63,7 @@ async def main() -> None:
             assert login is not None
             await users.get_many([login, logins[0]])
             await store.partner(login, logins[0])
-            page = await store.messages_page(conversation_id(login, logins[0]), first=50, after=None)
+            page = await store.messages_page(conversation_id(login, logins[0]), size=50, cursor=None)
             others = {record.sender for _, record in page.items} - {login, logins[0]}
             if others:
                 await users.get_many(others)

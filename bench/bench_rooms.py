@@ -106,7 +106,7 @@ async def main() -> None:
             room = await rooms.get("bench-history")
             assert login is not None and room is not None
             assert await members.is_participant(room.id, login)
-            page = await history.page(room.name, room.id, first=PAGE, after=None)
+            page = await history.page(room.name, room.id, size=PAGE, cursor=None)
             await users.get_many({m.author_login for _, m in page.items if m.author_login})
 
         async def raw_post(i: int) -> None:

@@ -21,12 +21,13 @@ from uuid import UUID
 from bench.harness import Target, in_parallel
 from gateway.blog.store import PostStore
 from gateway.db import clock
+from gateway.db.clock import micros_of
 from gateway.db.timeline import Position, bucket_of_timeuuid
 from gateway.graph.pagination import position_cursor
 from gateway.mail.records import EmailRecord, Placement
 from gateway.mail.store import MailStore
-from gateway.messenger.activity_store import Spot
-from gateway.messenger.cursors import spot_cursor
+from gateway.messenger.activity_store import Mark
+from gateway.messenger.cursors import mark_cursor
 from gateway.messenger.records import MessageRecord, conversation_id
 from gateway.messenger.store import MessengerStore
 from gateway.rooms.cursors import login_cursor
@@ -159,13 +160,12 @@ async def talk_partners(target: Target, label: str, partners: list[str], page: i
         await store.write_message(MessageRecord(ids[n], partners[n], owner, f"hello {n}", ""))
 
     await in_parallel(len(partners), one, LOAD_CONCURRENCY)
-    spots = sorted(
-        (Spot(store.activity.slot_of(ids[n]), partners[n]) for n in range(len(partners))),
-        key=lambda spot: (spot.slot, spot.partner),
+    marks = sorted(
+        (Mark(micros_of(ids[n]), partners[n], store.activity.slot_of(ids[n])) for n in range(len(partners))),
         reverse=True,
     )
-    deep = spots[min(int(len(spots) * DEEP), len(spots) - page - 2)]
-    return Scene(token, {}, spot_cursor(deep), len(partners))
+    deep = marks[min(int(len(marks) * DEEP), len(marks) - page - 2)]
+    return Scene(token, {}, mark_cursor(deep), len(partners))
 
 
 async def room(target: Target, label: str, members: list[str], page: int) -> Scene:

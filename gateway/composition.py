@@ -23,24 +23,33 @@ import strawberry
 from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
 
-from gateway.broker.memory import InProcessPubSub
+from gateway.broker.memory import InProcessPubSub, MemoryPresenceBoard
+from gateway.broker.presence import PresenceBoard
 from gateway.broker.pubsub import PubSub
 from gateway.broker.redis_client import close_within, redis_client
+from gateway.broker.redis_presence import RedisPresenceBoard
 from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.contacts.fanout import FanoutWorker
 from gateway.contacts.service import ContactDirectory
 from gateway.db.session import Database
-from gateway.graph.context import Services
+from gateway.graph.context import Context, Services
+from gateway.graph.executor_internals import graphql_schema
+from gateway.graph.live import LiveHub
 from gateway.http.client_address import request_address_key
 from gateway.http.persisted import DocumentStore, PersistedQueries
 from gateway.http.persisted import from_settings as persisted_queries
 from gateway.http.redis_documents import RedisDocumentStore
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
+from gateway.messenger.store import MessengerStore
+from gateway.messenger.typing import TypingExpiry
 from gateway.ratelimit.limiter import RateLimiter
 from gateway.ratelimit.redis_limiter import RedisRateLimiter
+from gateway.rooms.member_store import MemberStore
 from gateway.schema import build_schema, event_codec
 from gateway.settings import Settings
+from gateway.users.presence import Presence
+from gateway.users.presence_store import PresenceStore
 from gateway.users.store import SessionStore
 
 #: Seconds a rate-limit or persisted-query call may wait for the broker.
@@ -102,6 +111,14 @@ def limiter_of(client: aioredis.Redis | None, settings: Settings) -> RateLimiter
     return None if client is None else RedisRateLimiter(client, namespace=settings.keyspace)
 
 
+def board_of(client: aioredis.Redis | None, settings: Settings) -> PresenceBoard:
+    """Presence in the broker, namespaced by keyspace; without one, this process's sockets."""
+    if client is None:
+        return MemoryPresenceBoard()
+    ttl = settings.presence_ttl_seconds
+    return RedisPresenceBoard(client, namespace=settings.keyspace, ttl=ttl, refresh=ttl / 3)
+
+
 def documents_of(client: aioredis.Redis | None, settings: Settings) -> DocumentStore | None:
     """Persisted queries in the broker, namespaced by keyspace; None: in this process."""
     return None if client is None else RedisDocumentStore(client, namespace=settings.keyspace)
@@ -130,14 +147,40 @@ def compose(
         address_of=lambda request: request_address_key(request, trusted),
     )
     fanout = FanoutWorker(services.store(ContactDirectory).store, services.pubsub, settings)
+    schema = schema or build_schema(settings)
+
+    def event_context(viewer: str | None, token: str | None) -> Context:
+        context = Context(services, token=token, websocket=True)
+        if viewer is None:
+            context.anonymous()
+        else:
+            context.signed_in_as(viewer, token or "")
+        return context
+
+    services.live = LiveHub(
+        services.pubsub, graphql_schema(schema), event_context, schema.execution_context_class
+    )
+    presence = Presence(
+        board_of(shared, settings),
+        services.store(PresenceStore),
+        services.pubsub,
+        talk_partners_of=services.store(MessengerStore).talk_partners,
+        room_mates_of=services.store(MemberStore).room_mates,
+        deliver_here=services.live.inject,
+        recheck=min(5.0, settings.presence_ttl_seconds / 3),
+    )
+    services.provide(presence)
+    services.presence = presence
+    typing = TypingExpiry(services.live.inject, seconds=settings.typing_seconds)
+    services.provide(typing)
     return Composition(
         services=services,
-        schema=schema or build_schema(settings),
+        schema=schema,
         persisted_queries=persisted_queries(
             settings.trusted_documents, settings.introspection_allowed, documents_of(shared, settings)
         ),
         request_adapter=StreamingUploadAdapter,
         install_routes=lambda app: mail_routes.install(app, services),
-        workers=[fanout],
+        workers=[fanout, presence, typing],
         broker_client=shared,
     )

@@ -24,7 +24,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
 from gateway.blog.schema import BlogMutation, BlogQuery, BlogUser
-from gateway.blog.types import post_node
+from gateway.blog.types import comment_node, post_node
 from gateway.broker.codec import EventCodec
 from gateway.contacts.events import DISCOVERY, FANOUT_NUDGE
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
@@ -40,14 +40,14 @@ from gateway.graph.plain_fields import PlainFieldsExecutor
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.http.batch import BATCH_CEILING
 from gateway.mail.schema import MailMe, MailMutation
-from gateway.mail.types import folder_node
+from gateway.mail.types import email_node, folder_node
 from gateway.messenger.schema import MessengerMe, MessengerMutation, MessengerSubscription
-from gateway.messenger.types import talk_partner_node
+from gateway.messenger.types import conversation_node, direct_message_node, talk_partner_node
 from gateway.rooms.events import ROOM_EVENT
 from gateway.rooms.schema import RoomMutation, RoomQuery, RoomSubscription, RoomUser
-from gateway.rooms.types import room_node
+from gateway.rooms.types import room_message_node, room_node
 from gateway.settings import Settings
-from gateway.users.schema import UserMutation, UserQuery
+from gateway.users.schema import PresenceMutation, UserMutation, UserQuery, UserSubscription
 from gateway.users.types import User, require_user, user_node
 
 join_fields(User, RoomUser, BlogUser)
@@ -81,6 +81,11 @@ NODE_TYPES = {
     "Post": NodeType(1, post_node),
     "Folder": NodeType(2, folder_node),
     "TalkPartner": NodeType(2, talk_partner_node),
+    "Conversation": NodeType(2, conversation_node),
+    "DirectMessage": NodeType(3, direct_message_node),
+    "RoomMessage": NodeType(3, room_message_node),
+    "Email": NodeType(2, email_node),
+    "Comment": NodeType(2, comment_node),
 }
 
 
@@ -101,12 +106,20 @@ class Query(UserQuery, RoomQuery, BlogQuery):
 
 
 @strawberry.type
-class Mutation(UserMutation, MessengerMutation, RoomMutation, BlogMutation, MailMutation, ContactsMutation):
+class Mutation(
+    UserMutation,
+    PresenceMutation,
+    MessengerMutation,
+    RoomMutation,
+    BlogMutation,
+    MailMutation,
+    ContactsMutation,
+):
     pass
 
 
 @strawberry.type
-class Subscription(MessengerSubscription, RoomSubscription, ContactsSubscription):
+class Subscription(UserSubscription, MessengerSubscription, RoomSubscription, ContactsSubscription):
     pass
 
 
@@ -115,10 +128,13 @@ def event_codec() -> EventCodec:
     return EventCodec([ROOM_EVENT, DISCOVERY, FANOUT_NUDGE])
 
 
-def build_schema(settings: Settings | None = None, *, plain_fields: bool = True) -> strawberry.Schema:
+def build_schema(settings: Settings | None = None, *, plain_fields: bool | None = None) -> strawberry.Schema:
     """The composed schema; ``plain_fields=False`` executes with graphql-core's reference
-    executor alone (see ``gateway/graph/plain_fields.py``)."""
+    executor alone (see ``gateway/graph/plain_fields.py``), as ``GATEWAY_PLAIN_FIELDS=0``
+    does when it is not given."""
     settings = settings or Settings()
+    if plain_fields is None:
+        plain_fields = settings.plain_fields
     introspection = [] if settings.introspection_allowed else [DisableIntrospection]
     return ErrorCodeSchema(
         query=Query,

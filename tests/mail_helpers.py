@@ -9,6 +9,7 @@ from typing import Any
 from gql.transport.file_upload import FileVar
 
 from tests.client import Account, Api
+from tests.ids import key
 
 SEND = """mutation($input: EmailInput!) {
   sendEmail(input: $input) {
@@ -82,5 +83,7 @@ async def unread_counts(api: Api, account: Account) -> dict[str, int]:
 
 
 async def folder_ids(api: Api, account: Account, label: str, first: int = 100) -> list[str]:
+    """The stored ids (time-based UUIDs) of a folder's emails, newest first: the same for every
+    view of an email, where the global ids of the summaries and the emails differ."""
     data = await api.ok(FOLDER, {"label": label, "first": first}, token=account.token)
-    return [e["node"]["id"] for e in data["me"]["folder"]["emails"]["edges"]]
+    return [key(e["node"]["id"]) for e in data["me"]["folder"]["emails"]["edges"]]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID, uuid1, uuid4
+from uuid import uuid1, uuid4
 
 import pytest
 
 from gateway.db.timeline import Position
 from gateway.graph.pagination import position_cursor
 from tests.client import Api
+from tests.ids import uuid_of
 from tests.test_blog_support import (
     ADD_COMMENT,
     COMMENTS,
@@ -55,7 +56,7 @@ async def test_publish_read_comment_round_trip(api: Api) -> None:
     texts = ["first!", "second", "third"]
     added = [await comment(api, slug, name=f"Reader {i}", text=f"  {t}  ") for i, t in enumerate(texts)]
     assert [c["text"] for c in added] == texts  # trimmed
-    assert all(UUID(c["id"]).version == 1 for c in added)  # time-based ids
+    assert all(uuid_of(c["id"]).version == 1 for c in added)  # time-based ids under global ones
     data = (await api.ok(COMMENTS, {"slug": slug}))["post"]
     assert data["commentCount"] == 3
     nodes = [edge["node"] for edge in data["comments"]["edges"]]
@@ -132,7 +133,7 @@ async def test_commenter_email_is_stored_but_never_returned(api: Api, app: Any) 
     bucket = buckets.rows[0]["bucket"]
     stored = await db.execute(
         "SELECT email FROM comments WHERE slug = ? AND bucket = ? AND id = ?",
-        (post["slug"], bucket, UUID(added["id"])),
+        (post["slug"], bucket, uuid_of(added["id"])),
     )
     assert stored.rows == [{"email": secret}]
 

@@ -12,10 +12,17 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
+from aiohttp import web
+from cassandra.cluster import ResponseFuture
+
 from gateway.graph.context import Context
 from gateway.graph.dataloader import Loader
 from gateway.graph.plain_fields import PlainFieldsExecutor
+from gateway.server.app import SERVICES
+from gateway.settings import Settings
 from tests.client import Api
+from tests.conftest import ServerFactory
 from tests.test_blog_support import comment, publish, unique_tag
 
 SERVER_SIDE = {"gateway", "strawberry", "cassandra"}
@@ -42,7 +49,38 @@ def cyclic_garbage() -> Iterator[list[object]]:
         gc.enable()
 
 
-async def test_a_page_of_posts_leaves_no_cycles_behind(api: Api) -> None:
+def of_other_sessions(garbage: list[object], session: object) -> set[int]:
+    """The ids of the garbage that statements of other Cassandra sessions in this process
+    left: on the driver's I/O thread (``CASSANDRA_IO=thread``) a request and its timer are a
+    cycle, so another gateway's background work shows up while a test looks."""
+    found = {id(o): o for o in garbage}
+    pending = [o for o in garbage if isinstance(o, ResponseFuture) and o.session is not session]
+    reached: set[int] = set()
+    while pending:
+        item = pending.pop()
+        if id(item) in reached:
+            continue
+        reached.add(id(item))
+        pending.extend(r for r in gc.get_referents(item) if id(r) in found and id(r) not in reached)
+    return reached
+
+
+@pytest.fixture
+async def fast_server(
+    server: tuple[Api, web.Application], base_settings: Settings, make_server: ServerFactory
+) -> tuple[Api, web.Application]:
+    """A gateway on its fast paths (the plain-field executor, reads on the loop's connections),
+    which is what leaves no cycles: graphql-core's own executor holds its helpers in a cycle,
+    and the driver's thread reactor keeps each request's timer in one. The suite's gateway
+    when it runs them already; one of its own on the run over the reference paths."""
+    fast = {"cassandra_io": "loop", "direct_reads": True, "plain_fields": True}
+    if all(getattr(base_settings, name) == value for name, value in fast.items()):
+        return server
+    return await make_server(**fast)
+
+
+async def test_a_page_of_posts_leaves_no_cycles_behind(fast_server: tuple[Api, web.Application]) -> None:
+    api, app = fast_server
     tag = unique_tag()
     for n in range(3):
         author = await api.sign_up(f"heap{n}")
@@ -59,7 +97,12 @@ async def test_a_page_of_posts_leaves_no_cycles_behind(api: Api) -> None:
     # gateway's side is looked at, its objects and those of the libraries it runs on.
     # (Classes are left out: the driver makes a class per parameterised CQL type it
     # decodes, such as list<text>, and a class is always a cycle with its own MRO.)
-    ours = [o for o in garbage if type(o).__module__.split(".")[0] in SERVER_SIDE and not isinstance(o, type)]
+    others = of_other_sessions(garbage, app[SERVICES].db.session)
+    ours = [
+        o
+        for o in garbage
+        if type(o).__module__.split(".")[0] in SERVER_SIDE and not isinstance(o, type) and id(o) not in others
+    ]
     kinds = collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in ours)
     assert not any(isinstance(o, Context | Loader | PlainFieldsExecutor) for o in ours), kinds
     assert not ours, kinds

@@ -91,8 +91,14 @@ COMPOSITION = ("gateway.schema", "gateway.composition", "gateway.seed")
 #: The process and the command line, above everything.
 TOP = ("gateway.server", "gateway.__main__")
 #: The broker modules a domain may use: the interface it is handed, the event wire format it
-#: registers its events with, and the announcement of a revoked session.
-BROKER_INTERFACE = ("gateway.broker.pubsub", "gateway.broker.codec", "gateway.broker.sessions")
+#: registers its events with, the announcement of a revoked session, and the presence board's
+#: interface.
+BROKER_INTERFACE = (
+    "gateway.broker.pubsub",
+    "gateway.broker.codec",
+    "gateway.broker.sessions",
+    "gateway.broker.presence",
+)
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,13 @@ import pytest
 from aiohttp import web
 from cassandra import InvalidRequest
 from cassandra.cluster import DefaultConnection, ResponseFuture
+from cassandra.pool import HostConnection
 from cassandra.segment import CrcException, SegmentCodec, compute_crc24
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.db.loop_io import LoopConnection, LoopTimer
-from gateway.db.segments import SEGMENT_CODEC, WholeSegments, crc24
+from gateway.db.segments import SEGMENT_CODEC, ThreadConnection, WholeSegments, crc24
 from gateway.db.session import CassandraUnavailable, Database, RequestMetrics, measuring
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
@@ -44,7 +45,9 @@ def _points(settings: Settings) -> tuple[str, ...]:
 
 @pytest.fixture
 async def loop_db(base_settings: Settings, server: object) -> AsyncIterator[Database]:
-    db = Database(replace(base_settings, contact_points=_points(base_settings), cassandra_io="loop"))
+    """A Database on loop connections with direct reads, whatever the environment says."""
+    settings = replace(base_settings, contact_points=_points(base_settings), cassandra_io="loop")
+    db = Database(replace(settings, direct_reads=True))
     await db.open()
     db.use_keyspace(base_settings.keyspace)
     yield db
@@ -73,17 +76,27 @@ def _connections(db: Database) -> list[LoopConnection]:
     return [connection for pool in pools for connection in pool.get_connections()]
 
 
-async def test_the_served_gateway_talks_to_cassandra_on_its_own_loop(app: web.Application) -> None:
+async def test_the_served_gateway_talks_to_cassandra_as_cassandra_io_says(
+    app: web.Application, base_settings: Settings
+) -> None:
+    """On its own loop by default; on the driver's I/O thread with ``CASSANDRA_IO=thread``
+    (the suite's run on the reference paths)."""
     db = app[SERVICES].db
     connection_class = db.session.cluster.connection_class
-    assert issubclass(connection_class, LoopConnection)
-    assert connection_class.loop is asyncio.get_running_loop()
     connections = _connections(db)
-    assert connections
-    assert all(isinstance(c, LoopConnection) and c._transport is not None for c in connections)
     control = db.session.cluster.control_connection._connection
-    assert isinstance(control, LoopConnection)
-    # Protocol v5 segments, framed by the loop connections' own codec.
+    assert connections
+    if base_settings.cassandra_io == "loop":
+        assert issubclass(connection_class, LoopConnection)
+        assert connection_class.loop is asyncio.get_running_loop()
+        assert all(isinstance(c, LoopConnection) and c._transport is not None for c in connections)
+        assert isinstance(control, LoopConnection)
+        assert (db._direct is not None) is base_settings.direct_reads
+    else:
+        assert issubclass(connection_class, ThreadConnection)
+        assert all(isinstance(c, ThreadConnection) for c in [*connections, control])
+        assert db._direct is None
+    # Protocol v5 segments, framed by the gateway's own codec either way.
     assert all(c._is_checksumming_enabled and c._segment_codec is SEGMENT_CODEC for c in connections)
 
 
@@ -253,14 +266,27 @@ async def test_timers_started_and_cancelled_from_other_threads() -> None:
     assert loop.is_running()
 
 
-async def test_a_settled_statement_leaves_no_cycle_behind(loop_db: Database) -> None:
-    """The request keeps its timer after it settles; the timer lets go of the request's
-    method, so the two are freed at once rather than by a garbage collection."""
-    await loop_db.execute(USER, ("nobody-at-all",))
-    with cyclic_garbage() as garbage:
-        for _ in range(50):
-            await loop_db.execute(USER, ("nobody-at-all",))
-    assert not [o for o in garbage if isinstance(o, ResponseFuture | LoopTimer)]
+async def test_a_settled_statement_leaves_no_cycle_behind(base_settings: Settings, server: object) -> None:
+    """A statement the driver's way on the loop's connections (direct reads off, so that reads
+    take it too): the request keeps its timer after it settles; the timer lets go of the
+    request's method, so the two are freed at once rather than by a garbage collection.
+    Only this Database's are looked at: other gateways of the run may be on the driver's
+    thread, where a request and its timer are a cycle."""
+    settings = replace(base_settings, contact_points=_points(base_settings), cassandra_io="loop")
+    db = Database(replace(settings, direct_reads=False))
+    await db.open()
+    db.use_keyspace(base_settings.keyspace)
+    try:
+        session, connection_class = db.session, db.session.cluster.connection_class
+        await db.execute(USER, ("nobody-at-all",))
+        with _driver_calls(db) as calls, cyclic_garbage() as garbage:
+            for _ in range(50):
+                await db.execute(USER, ("nobody-at-all",))
+        assert len(calls) == 50
+        assert not [o for o in garbage if isinstance(o, ResponseFuture) and o.session is session]
+        assert not [o for o in garbage if isinstance(o, LoopTimer) and o._owner is connection_class]
+    finally:
+        await asyncio.to_thread(db.shutdown)
 
 
 async def test_pages_follow_a_statement_to_its_last_page(loop_db: Database) -> None:
@@ -342,6 +368,8 @@ async def test_reads_go_the_short_way_with_the_drivers_answers(loop_db: Database
     assert calls == []  # no read went through the driver's ResponseFuture
 
     reference = await loop_db._run(prepared.bind((1,)))  # the driver's own way
+    # The pools the fence's stream helpers are bound to (protocol v3 and later).
+    assert all(isinstance(pool, HostConnection) for pool in loop_db.session.get_pools())
     assert whole.rows == reference.rows == [{"c": c, "v": f"v{c}"} for c in range(7)]
     assert whole.paging_state is None
     assert first.rows == reference.rows[:3] and first.paging_state is not None
@@ -397,7 +425,8 @@ async def test_a_read_the_node_forgot_is_prepared_again_and_reads_the_new_column
 async def test_a_read_that_times_out_leaves_its_stream_until_the_late_answer(
     base_settings: Settings, server: object
 ) -> None:
-    async with _through_proxy(base_settings, request_timeout=0.5, cassandra_io="loop") as (db, proxy):
+    overrides: dict[str, Any] = {"request_timeout": 0.5, "cassandra_io": "loop", "direct_reads": True}
+    async with _through_proxy(base_settings, **overrides) as (db, proxy):
         connections = _connections(db)
         proxy.latency = 1.5
         with pytest.raises(CassandraUnavailable, match=r"(?i)timeout"):
@@ -442,3 +471,25 @@ async def test_a_read_no_connection_takes_now_gives_its_stream_back(loop_db: Dat
             connection._socket_writable = True
     assert [(len(c.request_ids), c.in_flight) for c in connections] == before
     assert (await loop_db.execute(USER, ("nobody-at-all",))).rows == []
+
+
+async def test_with_direct_reads_off_every_statement_takes_the_drivers_path(
+    base_settings: Settings, server: object
+) -> None:
+    """``CASSANDRA_DIRECT_READS=0``: the loop's connections, and every read through the
+    driver's ``ResponseFuture``, answering what the short way answers."""
+    settings = replace(base_settings, contact_points=_points(base_settings), cassandra_io="loop")
+    db = Database(replace(settings, direct_reads=False))
+    await db.open()
+    db.use_keyspace(base_settings.keyspace)
+    try:
+        assert db._direct is None
+        assert isinstance(_connections(db)[0], LoopConnection)
+        with _driver_calls(db) as calls:
+            pages = [page async for page in db.pages(TABLES, ("system_schema",), fetch_size=3)]
+            assert (await db.execute(USER, ("nobody-at-all",))).rows == []
+        assert len(calls) == len(pages) + 1
+        whole = (await db.execute(TABLES, ("system_schema",))).rows
+        assert [row for page in pages for row in page] == whole
+    finally:
+        await asyncio.to_thread(db.shutdown)

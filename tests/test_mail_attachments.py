@@ -14,6 +14,7 @@ from gateway.mail.attachment_store import CHUNK_SIZE, MAX_ATTACHMENT_BYTES
 from gateway.mail.store import MailStore
 from gateway.server.app import SERVICES
 from tests.client import Account, Api
+from tests.ids import key, uuid_of
 from tests.mail_helpers import EMAIL, FOLDER, folder_ids, send_files, unread_counts
 
 
@@ -49,10 +50,10 @@ async def test_a_2416000_byte_file_is_three_chunks_downloaded_byte_identical(
         "size": 2_416_000,
         "chunkCount": 3,
     }
-    assert url.startswith(f"/attachments/{email['id']}/report.bin?u={alice.login}&exp=")
+    assert url.startswith(f"/attachments/{key(email['id'])}/report.bin?u={alice.login}&exp=")
 
     # Three chunk partitions in Cassandra: two full ones and the rest.
-    record = await app[SERVICES].store(MailStore).email(uuid.UUID(email["id"]))
+    record = await app[SERVICES].store(MailStore).email(uuid_of(email["id"]))
     assert record is not None
     attachment_id = record.attachments[0].attachment_id
     rows = [
@@ -86,7 +87,7 @@ async def test_a_2416000_byte_file_is_three_chunks_downloaded_byte_identical(
         f"/attachments/{uuid.uuid1()}/report.bin",  # a guessed id
         f"/attachments/{uuid.uuid4()}/report.bin",
         "/attachments/not-a-uuid/report.bin",
-        f"/attachments/{email['id']}/other.bin",
+        f"/attachments/{key(email['id'])}/other.bin",
     ):
         assert (await download(api, path, bob))[0] == 404, path
 
@@ -112,7 +113,7 @@ async def test_empty_and_non_ascii_and_unsafe_names(api: Api) -> None:
     assert list(files) == ["empty.txt", name, "passwd", "notes.txt", "notes (2).txt"]
     assert (files["empty.txt"]["size"], files["empty.txt"]["chunkCount"]) == (0, 0)
     assert files[name]["contentType"] == "application/pdf"  # guessed from the name
-    assert urlsplit(files[name]["url"]).path == f"/attachments/{email['id']}/{quote(name, safe='')}"
+    assert urlsplit(files[name]["url"]).path == f"/attachments/{key(email['id'])}/{quote(name, safe='')}"
 
     status, headers, body = await download(api, files["empty.txt"]["url"], bob)
     assert (status, body, headers["Content-Length"]) == (200, b"", "0")

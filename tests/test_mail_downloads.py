@@ -21,6 +21,7 @@ from gateway.mail.attachment_store import CHUNK_SIZE
 from gateway.settings import Settings, SettingsError
 from tests.client import Account, Api
 from tests.conftest import ServerFactory
+from tests.ids import key as stored_id
 from tests.mail_helpers import EMAIL, send_files
 
 SIZE = 2_416_000  # three chunks: two full ones and the rest
@@ -216,7 +217,7 @@ async def test_a_signed_link_works_without_a_header_until_it_expires(
     shown = await short.ok(WITH_EXPIRY, {"id": shared["email"]["id"]}, token=bob.token)
     [attachment] = shown["me"]["email"]["attachments"]
     assert attachment["url"].startswith(
-        f"https://files.example.com/mail/attachments/{shared['email']['id']}/"
+        f"https://files.example.com/mail/attachments/{stored_id(shared['email']['id'])}/"
     )
     # As a reverse proxy that serves the gateway under /mail would pass it on.
     local = attachment["url"].replace("https://files.example.com/mail", short.base_url)

@@ -11,6 +11,7 @@ from aiohttp import web
 from gateway.server.app import SERVICES
 from tests.client import Account, Api
 from tests.conftest import ServerFactory
+from tests.ids import key
 from tests.mail_helpers import FOLDER, FOLDERS, send
 
 
@@ -19,7 +20,7 @@ async def _send_many(api: Api, sender: Account, to: Account, count: int, prefix:
 
     async def one(i: int) -> str:
         async with limit:
-            return str((await send(api, sender, [to.login], f"{prefix}{i}"))["id"])
+            return key((await send(api, sender, [to.login], f"{prefix}{i}"))["id"])
 
     return list(await asyncio.gather(*(one(i) for i in range(count))))
 
@@ -46,7 +47,7 @@ async def test_paging_120_emails_50_at_a_time_across_buckets(make_server: Server
     while has_next:
         data = await api.ok(FOLDER, {"label": "inbox", "first": 50, "after": after}, token=bob.token)
         connection = data["me"]["folder"]["emails"]
-        pages.append([e["node"]["id"] for e in connection["edges"]])
+        pages.append([key(e["node"]["id"]) for e in connection["edges"]])
         has_next, after = connection["pageInfo"]["hasNextPage"], connection["pageInfo"]["endCursor"]
         if len(pages) == 1:
             # Mail arriving while paging lands before the first page, never inside later ones.
@@ -54,12 +55,12 @@ async def test_paging_120_emails_50_at_a_time_across_buckets(make_server: Server
     assert [len(p) for p in pages] == [50, 50, 20]
     seen = [i for page in pages for i in page]
     assert len(set(seen)) == 120 and set(seen) == set(sent)
-    times = [uuid.UUID(i).time for i in seen]
+    times = [uuid.UUID(i).time for i in seen]  # folder ids are the stored UUIDs
     assert times == sorted(times, reverse=True)  # newest first
 
     # The listing from the top now starts with the late arrivals.
     data = await api.ok(FOLDER, {"label": "inbox", "first": 100}, token=bob.token)
-    top = [e["node"]["id"] for e in data["me"]["folder"]["emails"]["edges"]]
+    top = [key(e["node"]["id"]) for e in data["me"]["folder"]["emails"]["edges"]]
     assert top[5:] == seen[:95] and len(data["me"]["folder"]["emails"]["edges"]) == 100
     assert data["me"]["folder"]["unreadCount"] == 125
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 from aiohttp import web
 
 from gateway.db.clock import now_micros
@@ -11,6 +9,7 @@ from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.cli import run_cli
 from tests.client import Api
+from tests.ids import key, uuid_of
 from tests.mail_helpers import CREATE_FOLDER, EMAIL, FOLDER, MOVE, send, unread_counts
 
 
@@ -42,7 +41,7 @@ async def test_recount_heals_counters_and_listings_after_lost_writes(
     applied = await db.execute(
         "INSERT INTO email_placements (username, email_id, label, read, changed_at) VALUES (?, ?, ?, ?, ?)"
         " IF NOT EXISTS",
-        (bob.login, uuid.UUID(emails[1]["id"]), "inbox", True, now_micros()),
+        (bob.login, uuid_of(emails[1]["id"]), "inbox", True, now_micros()),
     )
     assert applied.applied
     assert await unread_counts(api, bob) == {"inbox": 7, "sent": 0, "work": 0}
@@ -53,8 +52,8 @@ async def test_recount_heals_counters_and_listings_after_lost_writes(
     assert f"{bob.login} work: 1 unread  (was -1)" in output
     assert await unread_counts(api, bob) == {"inbox": 2, "sent": 0, "work": 1}
     inbox = await api.ok(FOLDER, {"label": "inbox"}, token=bob.token)
-    flags = {e["node"]["id"]: e["node"]["read"] for e in inbox["me"]["folder"]["emails"]["edges"]}
-    assert flags == {emails[1]["id"]: True, emails[2]["id"]: False, emails[3]["id"]: False}
+    flags = {key(e["node"]["id"]): e["node"]["read"] for e in inbox["me"]["folder"]["emails"]["edges"]}
+    assert flags == {key(emails[1]["id"]): True, key(emails[2]["id"]): False, key(emails[3]["id"]): False}
     assert (await api.ok(EMAIL, {"id": emails[1]["id"]}, token=bob.token))["me"]["email"]["read"] is True
 
     # Running it again changes nothing; an unknown login is an error.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
-from uuid import UUID
 
 import pytest
 from aiohttp import web
@@ -16,6 +15,7 @@ from gateway.messenger.store import MessengerStore
 from gateway.server.app import SERVICES
 from tests.client import Account, Api, unique_login
 from tests.conftest import ServerFactory
+from tests.ids import id_parts, key, uuid_of
 
 SEND = """mutation($to: String!, $content: String!, $key: String) {
   sendMessage(to: $to, content: $content, clientMessageId: $key) {
@@ -85,7 +85,7 @@ async def test_send_read_main_view_round_trip(api: Api) -> None:
     assert first["recipient"] == {"login": bob.login}
     assert first["conversationId"] == ":".join(sorted([alice.login, bob.login]))
     assert first["sentAt"].endswith("Z")
-    assert UUID(first["id"]).version == 1
+    assert uuid_of(first["id"]).version == 1  # a time-based id under the global one
     await send(api, alice, bob.login, "Are you there?")
     third = await send(api, alice, bob.login, "Ping")
 
@@ -97,7 +97,8 @@ async def test_send_read_main_view_round_trip(api: Api) -> None:
     assert bobs["unreadCount"] == 3
     assert bobs["unreadSince"] == first["sentAt"]
     assert bobs["partner"]["firstname"] == "Test"
-    assert bobs["conversation"] == {"id": first["conversationId"], "unreadCount": 3}
+    assert bobs["conversation"]["unreadCount"] == 3
+    assert id_parts(bobs["conversation"]["id"]) == ["Conversation", bob.login, alice.login]  # bob's own
 
     # The sender sees the conversation too, with nothing unread.
     alices = await partner_view(api, alice, bob.login)
@@ -106,7 +107,7 @@ async def test_send_read_main_view_round_trip(api: Api) -> None:
     assert alices["unreadSince"] is None
 
     view = await conversation(api, bob, alice.login)
-    assert view["id"] == first["conversationId"]
+    assert view["id"] == bobs["conversation"]["id"]
     assert view["with"] == {"login": alice.login}
     assert view["unreadCount"] == 3
     assert view["unreadSince"] == first["sentAt"]
@@ -251,11 +252,11 @@ async def test_a_send_that_failed_after_counting_heals_on_retry(api: Api, app: w
     assert await all_message_ids(api, bob, alice.login) == []
 
     retried = await send(api, alice, bob.login, "Second try", key="outbox-9")
-    assert retried["id"] == str(lost_id)
-    assert await all_message_ids(api, bob, alice.login) == [str(lost_id)]
+    assert key(retried["id"]) == str(lost_id)
+    assert await all_message_ids(api, bob, alice.login) == [retried["id"]]
     view = await partner_view(api, bob, alice.login)
     assert (view["unreadCount"], view["lastMessage"]) == (1, "Second try")
-    assert (await send(api, alice, bob.login, "Second try", key="outbox-9"))["id"] == str(lost_id)
+    assert key((await send(api, alice, bob.login, "Second try", key="outbox-9"))["id"]) == str(lost_id)
     assert (await partner_view(api, bob, alice.login))["unreadCount"] == 1
 
 

@@ -5,6 +5,7 @@ send, racing sends in one pair, and the backfill of keyspaces written before the
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -43,6 +44,11 @@ async def all_pages(api: Api, owner: Account, first: int) -> list[list[str]]:
         if not current["pageInfo"]["hasNextPage"]:
             return pages
         after = current["pageInfo"]["endCursor"]
+
+
+PAGE_BACK = """query($last: Int, $before: String) { me { talkPartners(last: $last, before: $before) {
+  edges { cursor node { partner { login } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+} } }"""
 
 
 async def owner_with_history(
@@ -115,14 +121,15 @@ async def test_a_page_costs_the_same_statements_for_5_and_50(api: Api) -> None:
     large = await api.call(PAGE, {"first": 50}, token=owner.token)
     assert len(small.result["me"]["talkPartners"]["edges"]) == 5
     assert len(large.result["me"]["talkPartners"]["edges"]) == 50
-    # Session + activity slice + IN read of the pairs + one batched user read.
-    assert small.statements == large.statements == 4
+    # All sixty wrote within one slot, which every slice cuts: session + activity slice + that
+    # slot whole (to order it by the last messages) + IN read of the pairs + one batched user read.
+    assert small.statements == large.statements == 5
     deeper = await api.call(
         PAGE,
         {"first": 50, "after": small.result["me"]["talkPartners"]["pageInfo"]["endCursor"]},
         token=owner.token,
     )
-    assert deeper.statements == 4
+    assert deeper.statements == 5
     # Each partner's conversation answers from the page's rows and users: nothing more is read.
     conversations = await api.call(
         """{ me { talkPartners(first: 50) { nodes { partner { login }
@@ -132,7 +139,7 @@ async def test_a_page_costs_the_same_statements_for_5_and_50(api: Api) -> None:
     nodes = conversations.result["me"]["talkPartners"]["nodes"]
     assert all(n["conversation"]["with"]["login"] == n["partner"]["login"] for n in nodes)
     assert all(n["conversation"]["unreadCount"] == 1 and n["conversation"]["unreadSince"] for n in nodes)
-    assert conversations.statements == 4
+    assert conversations.statements == 5
 
 
 async def test_a_send_costs_what_it_cost_before_the_index(api: Api) -> None:
@@ -265,3 +272,58 @@ async def test_an_empty_page_and_a_zero_page(api: Api) -> None:
     other = await api.sign_up("other")
     await send(api, other, owner.login, "hi")
     assert await page(api, owner, 0) == {"edges": [], "pageInfo": {"hasNextPage": True, "endCursor": None}}
+
+
+async def test_partners_who_write_within_one_second_page_newest_first_at_any_size(
+    api: Api, app: web.Application
+) -> None:
+    """Six partners write within one second, inside one activity slot: the main view is
+    still exact across every page boundary, and each page costs the same statements."""
+    owner = await api.sign_up("exact")
+    partners = await asyncio.gather(*(api.sign_up("sec") for _ in range(6)))
+    store = store_of(app)
+    now_ns = time.time_ns()
+    # Written out of order of time, and logins sort apart from times, so neither the
+    # write order nor the partition's (slot, partner) order matches the view.
+    order = [3, 0, 5, 1, 4, 2]
+    for n in order:
+        message_id = new_timeuuid(now_ns + n * 100_000_000)  # 0.1 s apart, all within one second
+        await store.write_message(MessageRecord(message_id, partners[n].login, owner.login, f"m{n}"))
+    expected = [partners[n].login for n in reversed(range(6))]
+    for first in (1, 2, 50):
+        seen: list[str] = []
+        costs: list[int] = []
+        after = None
+        while True:
+            response = await api.call(PAGE, {"first": first, "after": after}, token=owner.token)
+            connection = response.result["me"]["talkPartners"]
+            seen.extend(edge["node"]["partner"]["login"] for edge in connection["edges"])
+            costs.append(response.statements)
+            if not connection["pageInfo"]["hasNextPage"]:
+                break
+            after = connection["pageInfo"]["endCursor"]
+        assert seen == expected, first
+        # Each page: session, activity slice (and the slot whole when the slice is all of it),
+        # IN read, users; the last may read one more (empty) slice to learn it is the last.
+        assert len(set(costs[:-1])) <= 1 and max(costs[:-1] or [4]) <= 5 and costs[-1] <= 6, (first, costs)
+
+
+async def test_the_main_view_pages_back_from_a_cursor(api: Api, app: web.Application) -> None:
+    owner, expected, _ = await owner_with_history(api, app, 12)
+    tail = await api.call(PAGE_BACK, {"last": 5}, token=owner.token)
+    connection = tail.result["me"]["talkPartners"]
+    assert [e["node"]["partner"]["login"] for e in connection["edges"]] == expected[-5:]
+    assert connection["pageInfo"]["hasPreviousPage"] is True
+    assert connection["pageInfo"]["hasNextPage"] is False
+    before = connection["pageInfo"]["startCursor"]
+    upper = await api.call(PAGE_BACK, {"last": 5, "before": before}, token=owner.token)
+    connection = upper.result["me"]["talkPartners"]
+    assert [e["node"]["partner"]["login"] for e in connection["edges"]] == expected[2:7]
+    assert connection["pageInfo"]["hasPreviousPage"] is True
+    assert connection["pageInfo"]["hasNextPage"] is True
+    top = await api.call(
+        PAGE_BACK, {"last": 5, "before": connection["pageInfo"]["startCursor"]}, token=owner.token
+    )
+    connection = top.result["me"]["talkPartners"]
+    assert [e["node"]["partner"]["login"] for e in connection["edges"]] == expected[:2]
+    assert connection["pageInfo"]["hasPreviousPage"] is False

@@ -13,7 +13,6 @@ from aiohttp import web
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
-from gateway.broker.memory import InProcessPubSub
 from gateway.messenger.events import user_messages_channel
 from gateway.server.app import SERVICES
 from tests.client import Account, Api
@@ -41,13 +40,13 @@ class Listener:
 async def listening(api: Api, app: web.Application, *accounts: Account) -> AsyncIterator[list[Listener]]:
     """Subscribe once per account given (an account given twice has two devices),
     and return once the gateway has registered every subscription."""
-    pubsub = app[SERVICES].pubsub
-    assert isinstance(pubsub, InProcessPubSub)
+    live = app[SERVICES].live
+    assert live is not None
     expected: dict[str, int] = {}
     for account in accounts:
         channel = user_messages_channel(account.login)
         expected[channel] = expected.get(channel, 0) + 1
-    baseline = {channel: pubsub.subscriber_count(channel) for channel in expected}
+    baseline = {channel: live.followers(channel) for channel in expected}
     listeners = [Listener(account) for account in accounts]
 
     async def run(listener: Listener) -> None:
@@ -58,7 +57,7 @@ async def listening(api: Api, app: web.Application, *accounts: Account) -> Async
     tasks = [asyncio.create_task(run(listener)) for listener in listeners]
     try:
         async with asyncio.timeout(EVENT_TIMEOUT):
-            while any(pubsub.subscriber_count(c) < baseline[c] + n for c, n in expected.items()):
+            while any(live.followers(c) < baseline[c] + n for c, n in expected.items()):
                 for task in tasks:
                     if task.done():
                         task.result()

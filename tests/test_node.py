@@ -10,8 +10,16 @@ from gateway.schema import build_schema
 from tests.client import Api, unique_login
 
 #: Types that are no entities: roots, connections and their edges, page info, mutation results.
-NOT_ENTITIES = {"Query", "Mutation", "Subscription", "PageInfo", "AuthPayload", "ContactSync"}
-NODE_TYPES = {"User", "Me", "Room", "Post", "Folder", "TalkPartner"}
+# Values and events: a cache keeps them inside the object that holds them (a user's
+# presence), or they are news that is never cached (a receipt, someone typing).
+NOT_ENTITIES = {
+    "Query", "Mutation", "Subscription", "PageInfo", "AuthPayload", "ContactSync",
+    "Presence", "PresenceEvent", "ReadReceipt", "TypingEvent",
+}  # fmt: skip
+NODE_TYPES = {
+    "User", "Me", "Room", "Post", "Folder", "TalkPartner",
+    "Conversation", "DirectMessage", "RoomMessage", "Email", "Comment",
+}  # fmt: skip
 
 NODE = """
 query($id: ID!) {
@@ -23,6 +31,11 @@ query($id: ID!) {
     ... on Post { slug }
     ... on Folder { label unreadCount }
     ... on TalkPartner { partner { login } unreadCount }
+    ... on Conversation { with { login } }
+    ... on DirectMessage { content }
+    ... on RoomMessage { content }
+    ... on Email { subject }
+    ... on Comment { text }
   }
 }
 """
@@ -58,10 +71,22 @@ async def test_node_fetches_each_node_type_by_the_id_it_carries(api: Api) -> Non
           createRoom(name: $room) { id name }
           publishPost(input: {slug: $slug, title: "t", body: "b"}) { id slug }
           createFolder(label: "bills") { id label }
-          sendMessage(to: $to, content: "hi") { id }
+          sendMessage(to: $to, content: "hi") { id content conversation { id } }
+          sendEmail(input: {to: [$to], subject: "subject one", body: "b"}) { id subject }
         }""",
         {"room": room, "slug": slug, "to": bob.login},
         token=alice.token,
+    )
+    posted = await api.ok(
+        'mutation($room: String!) { postRoomMessage(room: $room, content: "in the room") { id content } }',
+        {"room": room},
+        token=alice.token,
+    )
+    commented = await api.ok(
+        """mutation($slug: String!) {
+          addComment(slug: $slug, input: {name: "n", email: "n@example.com", text: "a comment"}) { id text }
+        }""",
+        {"slug": slug},
     )
     ids = await api.ok(
         """{ me { id user { id login } talkPartners { nodes { id partner { login } } } } }""",
@@ -74,8 +99,13 @@ async def test_node_fetches_each_node_type_by_the_id_it_carries(api: Api) -> Non
         created["publishPost"]["id"]: ("Post", created["publishPost"]["slug"]),
         created["createFolder"]["id"]: ("Folder", "bills"),
         ids["me"]["talkPartners"]["nodes"][0]["id"]: ("TalkPartner", bob.login),
+        created["sendMessage"]["conversation"]["id"]: ("Conversation", bob.login),
+        created["sendMessage"]["id"]: ("DirectMessage", "hi"),
+        created["sendEmail"]["id"]: ("Email", "subject one"),
+        posted["postRoomMessage"]["id"]: ("RoomMessage", "in the room"),
+        commented["addComment"]["id"]: ("Comment", "a comment"),
     }
-    assert len(expected) == 6
+    assert len(expected) == 11
     for node_id, (type_name, key) in expected.items():
         node = (await api.ok(NODE, {"id": node_id}, token=alice.token))["node"]
         assert node is not None, type_name
@@ -85,7 +115,10 @@ async def test_node_fetches_each_node_type_by_the_id_it_carries(api: Api) -> Non
             or node.get("name")
             or node.get("slug")
             or node.get("label")
-            or (node.get("user") or node.get("partner") or {}).get("login")
+            or node.get("content")
+            or node.get("subject")
+            or node.get("text")
+            or (node.get("user") or node.get("partner") or node.get("with") or {}).get("login")
         )
         assert shown == key
         assert base64.b64decode(node_id).decode().startswith(f"{type_name}:")
@@ -103,11 +136,17 @@ async def test_node_of_what_is_anothers_own_is_null(api: Api) -> None:
         token=alice.token,
     )
     own = await api.ok(
-        """{ me { id folders { id label } talkPartners { nodes { id } } } }""", token=alice.token
+        """{ me { id folders { id label } talkPartners { nodes { id conversation { id
+          messages(first: 1) { nodes { id } } } } } } }""",
+        token=alice.token,
     )
-    private = [own["me"]["id"], own["me"]["talkPartners"]["nodes"][0]["id"]]
+    partner = own["me"]["talkPartners"]["nodes"][0]
+    private = [own["me"]["id"], partner["id"], partner["conversation"]["id"]]
     private += [f["id"] for f in own["me"]["folders"]]
-    assert len(private) == 5
+    assert len(private) == 6
+    message = partner["conversation"]["messages"]["nodes"][0]["id"]  # bob may see it: he is a party
+    assert (await api.ok(NODE, {"id": message}, token=alice.token))["node"] is not None
+    assert (await api.ok(NODE, {"id": message}))["node"] is None
     for node_id in private:
         assert (await api.ok(NODE, {"id": node_id}, token=alice.token))["node"] is not None
         assert (await api.ok(NODE, {"id": node_id}, token=bob.token))["node"] is None

@@ -10,12 +10,15 @@ from aiohttp import web
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
-from gateway.broker.memory import InProcessPubSub
+from devnode.redis import RedisServer
 from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES
 from tests.client import Account, Api
 from tests.conftest import ServerFactory
+from tests.redis_helpers import private_redis
 from tests.test_rooms import DELETE, JOIN, LEAVE, create_room, post, room_name
+
+__all__ = ["private_redis"]
 
 SUBSCRIBE = """subscription($r: String!) {
   roomMessages(room: $r) { id content systemMessage author { login } room { name participantCount } }
@@ -33,9 +36,11 @@ async def _follow(api: Api, account: Account | None, name: str) -> list[dict[str
 
 
 def _subscribers(app: web.Application, name: str) -> int:
-    pubsub = app[SERVICES].pubsub
-    assert isinstance(pubsub, InProcessPubSub)
-    return pubsub.subscriber_count(room_channel(name))
+    """Subscriptions following the room in this process (the live hub holds one broker
+    subscription per channel, whatever their number)."""
+    live = app[SERVICES].live
+    assert live is not None
+    return live.followers(room_channel(name))
 
 
 async def _subscribed(app: web.Application, name: str, count: int) -> None:
@@ -133,25 +138,31 @@ async def test_subscription_refusals(api: Api, app: web.Application) -> None:
     assert _subscribers(app, name) == 0
 
 
-async def test_a_leave_on_a_gateway_without_a_shared_broker_ends_the_subscription(
-    api: Api, app: web.Application, make_server: ServerFactory
+async def test_a_leave_on_another_gateway_ends_the_subscription_through_the_broker(
+    make_server: ServerFactory, private_redis: RedisServer
 ) -> None:
-    """The leave's own event never reaches this gateway: before the next delivery the
-    subscription reads the follower's participant row, finds it gone and ends."""
-    elsewhere, _ = await make_server()
-    alice = await api.sign_up("alice")
-    bob = await api.sign_up("bob")
-    name = await create_room(api, alice)
-    await api.ok(JOIN, {"n": name}, token=bob.token)
-    bob_follows = asyncio.create_task(_follow(api, bob, name))
-    await _subscribed(app, name, 1)
+    """Who receives a room's messages is known before they arrive: the leave, made on
+    another process, reaches this one through the broker before the next message does
+    (one broker connection delivers a channel's messages in order), and ends the
+    subscription with no read of the participant row per delivery."""
+    here, here_app = await make_server(broker_url=private_redis.url)
+    elsewhere, _ = await make_server(broker_url=private_redis.url)
+    alice = await here.sign_up("alice")
+    bob = await here.sign_up("bob")
+    name = await create_room(here, alice)
+    await here.ok(JOIN, {"n": name}, token=bob.token)
+    bob_follows = asyncio.create_task(_follow(here, bob, name))
+    await _subscribed(here_app, name, 1)
 
-    await post(api, alice, name, "before")
+    await post(here, alice, name, "before")
     assert (await elsewhere.ok(LEAVE, {"n": name}, token=bob.token))["leaveRoom"] is True
-    await post(api, alice, name, "after")
+    await post(elsewhere, alice, name, "after")
     bob_events = await asyncio.wait_for(bob_follows, WAIT)
-    assert _summary(bob_events) == [("before", False, alice.login)]
-    await _subscribed(app, name, 0)
+    assert _summary(bob_events) == [
+        ("before", False, alice.login),
+        (f"{bob.login} leaves the room", True, None),
+    ]
+    await _subscribed(here_app, name, 0)
 
 
 async def test_a_deletion_on_a_gateway_without_a_shared_broker_ends_the_subscription(

@@ -92,17 +92,17 @@ async def test_sign_out_closes_that_sessions_sockets_with_4403(api: Api, app: An
     other_session = again["signIn"]["token"]
     name = await create_room(api, alice)
     channel = room_channel(name)
-    pubsub = app[SERVICES].pubsub
+    live = app[SERVICES].live
     async with Socket.open(api, protocol) as leaving, Socket.open(api, protocol) as staying:
         assert _acked(await leaving.init(alice.token))
         assert _acked(await staying.init(other_session))
         await leaving.start(SUBSCRIBE, {"r": name})
         await staying.start(SUBSCRIBE, {"r": name})
-        await _until(lambda: pubsub.subscriber_count(channel) == 2)
+        await _until(lambda: live.followers(channel) == 2)
 
         assert (await api.ok(SIGN_OUT, token=alice.token))["signOut"] is True
         assert await asyncio.wait_for(leaving.close_code(), WAIT) == 4403
-        await _until(lambda: pubsub.subscriber_count(channel) == 1)  # its subscription ended
+        await _until(lambda: live.followers(channel) == 1)  # its subscription ended
 
         await post(api, Account(alice.login, other_session, alice.password), name, "still here")
         message = await staying.receive()
@@ -133,13 +133,13 @@ async def test_an_expired_session_closes_its_socket_with_4403(make_server: Any, 
     short, short_app = await make_server(session_ttl_days=3 / 86400)
     alice = await short.sign_up("wsttl")
     name = await create_room(short, alice)
-    pubsub = short_app[SERVICES].pubsub
+    live = short_app[SERVICES].live
     async with Socket.open(short, protocol) as socket:
         assert _acked(await socket.init(alice.token))
         await socket.start(SUBSCRIBE, {"r": name})
-        await _until(lambda: pubsub.subscriber_count(room_channel(name)) == 1)
+        await _until(lambda: live.followers(room_channel(name)) == 1)
         assert await asyncio.wait_for(socket.close_code(), WAIT) == 4403
-    assert pubsub.subscriber_count(room_channel(name)) == 0
+    assert live.followers(room_channel(name)) == 0
     error = await short.error(ME, token=alice.token)
     assert error["extensions"]["code"] == "UNAUTHENTICATED"
 

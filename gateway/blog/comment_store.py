@@ -11,7 +11,7 @@ from gateway.db.idempotency import KeyClaim, MutationKeys
 from gateway.db.session import Database, Row
 from gateway.db.timeline import (
     BucketedTimeline,
-    Page,
+    Paged,
     Position,
     bucket_of_timeuuid,
     validate_granularity,
@@ -99,11 +99,17 @@ class CommentStore:
         ).one()
         return CommentRecord.from_row(row, slug) if row else None
 
-    async def page(self, slug: str, *, first: int, after: Position | None) -> Page[CommentRecord]:
-        """A post's comments, oldest first, across its buckets."""
-
-        return await _THREAD.page(
-            self.db, (slug,), lambda row: CommentRecord.from_row(row, slug), first=first, after=after
+    async def page(
+        self, slug: str, *, size: int, cursor: Position | None, backward: bool = False
+    ) -> Paged[CommentRecord]:
+        """A post's comments, oldest first, across its buckets, either way."""
+        return await _THREAD.read(
+            self.db,
+            (slug,),
+            lambda row: CommentRecord.from_row(row, slug),
+            size=size,
+            cursor=cursor,
+            backward=backward,
         )
 
     async def counts(self, slugs: Iterable[str]) -> dict[str, int]:

@@ -16,7 +16,7 @@ from gateway.blog.store import ALL_POSTS, PostStore
 from gateway.blog.types import Comment, Post, post_node
 from gateway.errors import Conflict, NotFound
 from gateway.graph.context import context_of
-from gateway.graph.pagination import Connection, page_size, position_cursor
+from gateway.graph.pagination import Connection, page_request, position_cursor
 from gateway.ratelimit.policy import Limit
 
 POSTS_PAGE = 10
@@ -63,16 +63,20 @@ class BlogQuery:
         tag: str | None = None,
         first: int | None = POSTS_PAGE,
         after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Post]:
         timeline = ALL_POSTS if tag is None else rules.tag(tag, "tag")
-        size = page_size(info, first, POSTS_PAGE)
-        position = timeline_position(after)
-        page = await context_of(info).store(PostStore).timeline(timeline, first=size, after=position)
-        posts = await Post.list_of(info, [summary for _, summary in page.items])
-        return Connection.of(
-            [(position_cursor(pos), post) for (pos, _), post in zip(page.items, posts, strict=True)],
-            page.has_next,
+        request = page_request(info, first, after, last, before, POSTS_PAGE)
+        position = timeline_position(request.cursor, request.cursor_field)
+        page = (
+            await context_of(info)
+            .store(PostStore)
+            .timeline(timeline, size=request.size, cursor=position, backward=request.backward)
         )
+        posts = await Post.list_of(info, [summary for _, summary in page.items])
+        edges = [(position_cursor(pos), post) for (pos, _), post in zip(page.items, posts, strict=True)]
+        return Connection.paged(request, edges, page.more, page.beyond)
 
 
 @strawberry.type
@@ -129,14 +133,19 @@ class BlogUser:
 
     @strawberry.field(description="This user's posts, newest first.")
     async def posts(
-        self, info: Info, first: int | None = AUTHOR_POSTS_PAGE, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = AUTHOR_POSTS_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Post]:
-        size = page_size(info, first, AUTHOR_POSTS_PAGE)
+        request = page_request(info, first, after, last, before, AUTHOR_POSTS_PAGE)
         store = context_of(info).store(PostStore)
-        position = author_position(after, store.author_position)
-        page = await store.by_author(self.login, first=size, after=position)
-        nodes = await Post.list_of(info, [summary for _, summary in page.items])
-        return Connection.of(
-            [(position_cursor(pos), node) for (pos, _), node in zip(page.items, nodes, strict=True)],
-            page.has_next,
+        position = author_position(request.cursor, store.author_position, request.cursor_field)
+        page = await store.by_author(
+            self.login, size=request.size, cursor=position, backward=request.backward
         )
+        nodes = await Post.list_of(info, [summary for _, summary in page.items])
+        edges = [(position_cursor(pos), node) for (pos, _), node in zip(page.items, nodes, strict=True)]
+        return Connection.paged(request, edges, page.more, page.beyond)

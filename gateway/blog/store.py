@@ -13,7 +13,7 @@ from gateway.db.idempotency import KeyClaim, MutationKeys
 from gateway.db.session import Database, Params, Row
 from gateway.db.timeline import (
     BucketedTimeline,
-    Page,
+    Paged,
     Position,
     bucket_of_timeuuid,
     validate_granularity,
@@ -201,16 +201,25 @@ class PostStore:
         rows = await self.db.select_in(f"SELECT {_POST_COLUMNS} FROM posts WHERE slug IN ?", slugs)
         return {row["slug"]: PostRecord.from_row(row) for row in rows if row["id"] is not None}
 
-    async def timeline(self, tag: str, *, first: int, after: Position | None) -> Page[PostSummary]:
+    async def timeline(
+        self, tag: str, *, size: int, cursor: Position | None, backward: bool = False
+    ) -> Paged[PostSummary]:
         """The posts filed under ``tag`` (``ALL_POSTS`` for all), newest first, across buckets."""
-        return await _TAG_TIMELINE.page(
-            self.db, (tag,), lambda row: _summary(row, row["author"]), first=first, after=after
+        return await _TAG_TIMELINE.read(
+            self.db,
+            (tag,),
+            lambda row: _summary(row, row["author"]),
+            size=size,
+            cursor=cursor,
+            backward=backward,
         )
 
-    async def by_author(self, author: str, *, first: int, after: Position | None) -> Page[PostSummary]:
+    async def by_author(
+        self, author: str, *, size: int, cursor: Position | None, backward: bool = False
+    ) -> Paged[PostSummary]:
         """An author's posts, newest first, across the author's buckets."""
-        return await AUTHOR_TIMELINE.page(
-            self.db, (author,), lambda row: _summary(row, author), first=first, after=after
+        return await AUTHOR_TIMELINE.read(
+            self.db, (author,), lambda row: _summary(row, author), size=size, cursor=cursor, backward=backward
         )
 
     def author_position(self, post_id: UUID) -> Position:

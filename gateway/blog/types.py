@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import strawberry
 from strawberry.types import Info
@@ -18,9 +19,9 @@ from gateway.blog.loaders import comment_count_loader, post_loader
 from gateway.blog.records import CommentRecord, PostRecord, PostSummary
 from gateway.graph.context import context_of
 from gateway.graph.cost import max_items, text_bound
-from gateway.graph.node import Node, global_id
-from gateway.graph.pagination import Connection, page_size, position_cursor
-from gateway.graph.plain_fields import NOT_READ, plain_reader, source_field
+from gateway.graph.node import ID_DESCRIPTION, Node, global_id
+from gateway.graph.pagination import Connection, page_request, position_cursor
+from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.users.types import User, require_user, users_by_login
 
@@ -33,13 +34,17 @@ def _known(value: Any) -> Any:
     return NOT_READ if value is None else value
 
 
+def _comment_id(self: Comment) -> strawberry.ID:
+    return global_id("Comment", self._record.slug, str(self._record.id))
+
+
 @strawberry.type(description="A comment on a post. The commenter's email is stored, never shown.")
-class Comment:
+class Comment(Node):
     """Fields are read from the stored comment when the query selects them, and resolve
     on the plain-fields path."""
 
     _record: strawberry.Private[CommentRecord]
-    id: strawberry.ID = source_field("_record.id", str, description="A time-based UUID.")
+    id: strawberry.ID = computed_field(_comment_id, description=ID_DESCRIPTION)
     commenter_name: str = source_field("_record.name")
     text: str = source_field("_record.text", metadata=text_bound(rules.COMMENT_MAX))
     posted_at: datetime = source_field("_record.posted_at")
@@ -154,14 +159,22 @@ class Post(Node):
 
     @strawberry.field(description="Oldest first.")
     async def comments(
-        self, info: Info, first: int | None = COMMENTS_PAGE, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = COMMENTS_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Comment]:
-        size = page_size(info, first, COMMENTS_PAGE)
-        position = timeline_position(after)
-        page = await context_of(info).store(CommentStore).page(self.slug, first=size, after=position)
-        return Connection.of(
-            [(position_cursor(pos), Comment.of(record)) for pos, record in page.items], page.has_next
+        request = page_request(info, first, after, last, before, COMMENTS_PAGE)
+        position = timeline_position(request.cursor, request.cursor_field)
+        page = (
+            await context_of(info)
+            .store(CommentStore)
+            .page(self.slug, size=request.size, cursor=position, backward=request.backward)
         )
+        edges = [(position_cursor(pos), Comment.of(record)) for pos, record in page.items]
+        return Connection.paged(request, edges, page.more, page.beyond)
 
 
 async def post_node(info: Info, slug: str) -> Post | None:
@@ -170,3 +183,15 @@ async def post_node(info: Info, slug: str) -> Post | None:
         return None
     record = await context_of(info).loader(post_loader).load(slug)
     return Post.of(record) if record else None
+
+
+async def comment_node(info: Info, slug: str, comment_id: str) -> Comment | None:
+    """``node``'s lookup of a ``Comment`` global id (comments are public)."""
+    try:
+        key = UUID(comment_id)
+    except ValueError:
+        return None
+    if key.version != 1 or not rules.is_slug(slug):
+        return None
+    record = await context_of(info).store(CommentStore).get(slug, key)
+    return Comment.of(record) if record is not None else None

@@ -1,12 +1,14 @@
-"""The pub/sub of one gateway process: fan-out to this process's subscribers only."""
+"""The broker of one gateway process: fan-out to this process's subscribers only, and a
+presence board whose sockets are all of this process."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Iterable
+from datetime import datetime
 from typing import Any
 
 from gateway.broker.pubsub import BrokerState
@@ -89,3 +91,30 @@ class InProcessPubSub:
             yield messages()
         finally:
             self._discard(channel, queue)
+
+
+class MemoryPresenceBoard:
+    """The board of a single process: its own sockets are everyone's."""
+
+    def __init__(self) -> None:
+        self._joined: Counter[str] = Counter()
+
+    async def join(self, login: str) -> bool:
+        self._joined[login] += 1
+        return self._joined[login] == 1
+
+    async def leave(self, login: str) -> bool:
+        self._joined[login] -= 1
+        if self._joined[login] > 0:
+            return False
+        del self._joined[login]
+        return True
+
+    async def online(self, logins: Iterable[str]) -> dict[str, datetime | None]:
+        return {login: None for login in logins if login in self._joined}
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        self._joined.clear()

@@ -18,6 +18,9 @@ write is ever sent twice by this module. A read not answered within the
 request timeout fails with ``OperationTimedOut`` as the driver's would, and
 its stream id is left orphaned the way the driver leaves it, so a late answer
 can never be taken for another request's.
+
+The driver's pools, streams and messages are reached through
+:mod:`gateway.db.driver_internals`; ``CASSANDRA_DIRECT_READS=0`` turns this module off.
 """
 
 from __future__ import annotations
@@ -29,8 +32,18 @@ from typing import Any
 
 from cassandra import OperationTimedOut
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Session
-from cassandra.protocol import RESULT_KIND_ROWS, ExecuteMessage, ResultMessage
 from cassandra.query import FETCH_SIZE_UNSET, BoundStatement
+
+from gateway.db.driver_internals import (
+    RESULT_KIND_ROWS,
+    ExecuteMessage,
+    ResultMessage,
+    borrow_stream,
+    connection_pools,
+    give_back_unsent_stream,
+    orphan_stream,
+    return_stream,
+)
 
 Rows = tuple[list[dict[str, Any]], bytes | None]
 
@@ -64,13 +77,13 @@ class DirectReads:
         """Send ``bound`` on the first host of its query plan with a free stream. The future
         gets the rows and the paging state, None when the read should take the driver's full
         path after all, or ``OperationTimedOut``. None: no connection took it now."""
-        pools = self._session._pools
+        pools = connection_pools(self._session)
         for host in self._policy.make_query_plan(None, bound):
             pool = pools.get(host)
             if pool is None or pool.is_shutdown:
                 continue
             try:
-                connection, request_id = pool.borrow_connection(timeout=BORROW_TIMEOUT)
+                connection, request_id = borrow_stream(pool, BORROW_TIMEOUT)
             except Exception:  # the driver moves on to the next host alike
                 continue
             break
@@ -78,6 +91,7 @@ class DirectReads:
             return None
         prepared = bound.prepared_statement
         fetch_size = bound.fetch_size
+        # Positional, as the driver sends it (keywords cost more): the fence checks the order.
         message = ExecuteMessage(
             prepared.query_id,
             bound.values,
@@ -102,7 +116,7 @@ class DirectReads:
                 try:
                     loop.call_soon_threadsafe(settle, response)
                 except RuntimeError:  # the loop is closed: nobody awaits the answer
-                    pool.return_connection(connection)
+                    return_stream(pool, connection)
 
         try:
             connection.send_msg(
@@ -116,10 +130,7 @@ class DirectReads:
         except Exception:  # closed or overloaded: the full path picks another
             timer.cancel()
             # Nothing went out on the stream: it is free again (the driver's path would keep it).
-            connection._requests.pop(request_id, None)
-            with connection.lock:
-                connection.request_ids.append(request_id)
-            pool.return_connection(connection)
+            give_back_unsent_stream(pool, connection, request_id)
             return None
         return future
 
@@ -130,7 +141,7 @@ class DirectReads:
 
         def settle(response: Any) -> None:
             timer.cancel()
-            pool.return_connection(connection)
+            return_stream(pool, connection)
             if future.done():  # cancelled by its caller, or ended by a shutdown
                 return
             if isinstance(response, ResultMessage) and response.kind == RESULT_KIND_ROWS:
@@ -144,14 +155,9 @@ class DirectReads:
     @staticmethod
     def _timed_out(future: asyncio.Future[Rows | None], pool: Any, connection: Any, request_id: int) -> None:
         """The driver's ``ResponseFuture._on_timeout``: the stream id stays taken until the late
-        answer comes (the connection then frees it), so no other request can receive it."""
-        if connection._requests.pop(request_id, None) is not None:
-            with connection.lock:
-                connection.orphaned_request_ids.add(request_id)
-                if len(connection.orphaned_request_ids) >= connection.orphaned_threshold:
-                    connection.orphaned_threshold_reached = True
-            pool.return_connection(connection, stream_was_orphaned=True)
-        # Otherwise the connection failed and hands the request its error (settle returns it).
+        answer comes (the connection then frees it), so no other request can receive it.
+        Unless the connection failed first: it hands the request its error (settle returns it)."""
+        orphan_stream(pool, connection, request_id)
         if not future.done():
             error = OperationTimedOut(f"Client request timeout: no answer from {connection.endpoint}")
             future.set_exception(error)

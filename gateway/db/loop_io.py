@@ -15,18 +15,24 @@ one of those threads too, which waits while the loop attaches the socket. A
 connection can therefore never be opened on the loop itself, and the session's
 blocking calls (``Session.execute``, ``Session.prepare``, ``Cluster.connect``)
 must run in a worker thread, as they do throughout the gateway.
+
+The class implements the driver's reactor interface, as its own reactors (libev,
+asyncore, asyncio) do; the protected parts of it it uses (the socket, the first
+message, the read buffer) are reached through :mod:`gateway.db.driver_internals`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from cassandra.connection import Connection, ConnectionShutdown
 
+from gateway.db.driver_internals import feed_received, open_socket, send_options, socket_of
 from gateway.db.segments import WholeSegments
 
 log = logging.getLogger(__name__)
@@ -78,19 +84,19 @@ class LoopConnection(WholeSegments, Connection):  # type: ignore[misc]  # the dr
         self._pending: list[bytes] = []
         if self.ssl_context is not None:
             raise ValueError("TLS to Cassandra needs the driver's own I/O thread (CASSANDRA_IO=thread)")
-        self._connect_socket()
-        self._socket.setblocking(False)
-        attached = asyncio.run_coroutine_threadsafe(self._attach(), self.loop)
+        sock = open_socket(self)
+        sock.setblocking(False)
+        attached = asyncio.run_coroutine_threadsafe(self._attach(sock), self.loop)
         try:
             attached.result(self.connect_timeout)
         except BaseException:
             attached.cancel()
-            self._socket.close()
+            sock.close()
             raise
-        self._send_options_message()
+        send_options(self)
 
-    async def _attach(self) -> None:
-        transport, _ = await self.loop.create_connection(lambda: _Protocol(self), sock=self._socket)
+    async def _attach(self, sock: socket.socket) -> None:
+        transport, _ = await self.loop.create_connection(lambda: _Protocol(self), sock=sock)
         self._transport = transport
 
     def push(self, data: bytes) -> None:
@@ -133,14 +139,19 @@ class LoopConnection(WholeSegments, Connection):  # type: ignore[misc]  # the dr
         if self._transport is not None:
             self._transport.close()
         else:
-            self._socket.close()
+            self._close_socket()
+
+    def _close_socket(self) -> None:
+        sock = socket_of(self)
+        if sock is not None:
+            sock.close()
 
     def _call_on_loop(self, fn: Callable[..., Any], *args: Any) -> None:
         try:
             self.loop.call_soon_threadsafe(fn, *args)
         except RuntimeError:  # the loop is closed: nothing can be sent, and the socket goes
             if self._transport is None:
-                self._socket.close()
+                self._close_socket()
 
 
 class _Protocol(asyncio.Protocol):
@@ -150,9 +161,7 @@ class _Protocol(asyncio.Protocol):
         self.connection = connection
 
     def data_received(self, data: bytes) -> None:
-        connection = self.connection
-        connection._iobuf.write(data)
-        connection.process_io_buffer()
+        feed_received(self.connection, data)
 
     def eof_received(self) -> bool:
         log.debug("connection %s closed by server", self.connection)

@@ -12,6 +12,9 @@ I/O thread (:class:`ThreadConnection`), for two things:
   misaligned ("CRC mismatch on header ..."), and the connection is closed with
   every statement on it. A large answer (an attachment's chunks, a long page)
   arrives over many reads and meets this now and then; a slow link often.
+  The override lives with the driver's other internals
+  (:class:`gateway.db.driver_internals.SegmentOverrides`); the bug is written up
+  for the driver in ``docs/upstream/cassandra-driver-segment-header.md``.
 - **Headers are encoded and checked a byte at a time from a table**, in one
   piece, with the driver's bytes on the wire: every statement sent and every
   answer read passes one (timings: ``bench/NOTES.md``).
@@ -23,7 +26,8 @@ from typing import Any
 
 from cassandra import DriverException
 from cassandra.cluster import DefaultConnection
-from cassandra.segment import (
+
+from gateway.db.driver_internals import (
     CRC24_INIT,
     CRC24_LENGTH,
     CRC24_POLY,
@@ -31,6 +35,7 @@ from cassandra.segment import (
     Segment,
     SegmentCodec,
     SegmentHeader,
+    SegmentOverrides,
 )
 
 
@@ -95,22 +100,11 @@ class UncompressedSegmentCodec(SegmentCodec):  # type: ignore[misc]  # the drive
 SEGMENT_CODEC = UncompressedSegmentCodec()
 
 
-class WholeSegments:
-    """Mixed in before the driver's connection class (see the module's docstring)."""
+class WholeSegments(SegmentOverrides):
+    """Mixed in before the driver's connection class (see the module's docstring): the
+    overrides of :class:`~gateway.db.driver_internals.SegmentOverrides`, with this module's codec."""
 
-    def _enable_checksumming(self: Any) -> None:
-        super()._enable_checksumming()  # type: ignore[misc]  # the driver's Connection, next in line
-        if not self.compressor:
-            self._segment_codec = SEGMENT_CODEC
-
-    def _process_segment_buffer(self: Any) -> None:
-        io_buffer = self._io_buffer
-        if io_buffer.readable_io_bytes() < self._segment_codec.header_length_with_crc:
-            # Not a whole header yet: rewind, so that the buffer is kept from its start.
-            io_buffer._segment_consumed = False
-            io_buffer.io_buffer.seek(0)
-            return
-        super()._process_segment_buffer()  # type: ignore[misc]
+    uncompressed_segment_codec = SEGMENT_CODEC
 
 
 class ThreadConnection(WholeSegments, DefaultConnection):  # type: ignore[misc]  # the driver is untyped

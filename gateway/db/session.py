@@ -47,6 +47,7 @@ from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessa
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, dict_factory
 
 from gateway.db.direct import DirectReads, is_read
+from gateway.db.driver_internals import next_page_state
 from gateway.db.loop_io import LoopConnection
 from gateway.db.segments import ThreadConnection
 from gateway.settings import Settings
@@ -234,10 +235,11 @@ class Database:
 
     async def open(self) -> None:
         """Connect from a worker thread, the connections served on the running event
-        loop unless ``CASSANDRA_IO=thread``. Raises CassandraUnavailable."""
+        loop unless ``CASSANDRA_IO=thread``; there, reads go the short way unless
+        ``CASSANDRA_DIRECT_READS=0``. Raises CassandraUnavailable."""
         io = LoopConnection.for_running_loop() if self.settings.cassandra_io == "loop" else None
         await asyncio.to_thread(self.connect, io)
-        if io is not None:
+        if io is not None and self.settings.direct_reads:
             self._direct = DirectReads(self.session, io.loop, io.loop_thread)
 
     def use_keyspace(self, keyspace: str) -> None:
@@ -408,7 +410,7 @@ class Database:
             page = list(rows or ())
             if rows:
                 rows.clear()  # the request's own result list
-            settle(Result(page, response._paging_state if response.has_more_pages else None), None)
+            settle(Result(page, next_page_state(response)), None)
 
         def reject(exc: BaseException) -> None:
             settle(None, exc)
@@ -427,7 +429,7 @@ def _release_values(statement: Any) -> None:
         statement.values.clear()
         statement.raw_values = ()
     elif isinstance(statement, BatchStatement):
-        statement._statements_and_parameters.clear()
+        statement.clear()
 
 
 def _settle(future: asyncio.Future[Result], result: Result | None, exc: BaseException | None) -> None:

@@ -71,8 +71,22 @@ class Position:
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
+    """Items in the list's order. ``has_next``: more items lie beyond the page in the
+    direction it was read (towards the tail for a forward page, the head for a backward one)."""
+
     items: list[tuple[Position, T]]
     has_next: bool
+
+
+@dataclass(frozen=True)
+class Paged(Generic[T]):
+    """A page read one way (:meth:`BucketedTimeline.read`): items in the list's order,
+    ``more`` past them in the direction read, and ``beyond``, whether any lie past them
+    the other way: known (False at the list's end), or a probe that reads it."""
+
+    items: list[tuple[Position, T]]
+    more: bool
+    beyond: bool | Callable[[], Awaitable[bool]]
 
 
 ListBuckets = Callable[[int | None, int], Awaitable[list[int]]]
@@ -126,6 +140,10 @@ async def read_page(
     return Page(items=out[:first], has_next=len(out) > first)
 
 
+def _ignore(_: Row) -> None:
+    return None
+
+
 class BucketedTimeline:
     """The CQL of one bucketed timeline: an item table and its bucket index.
 
@@ -149,6 +167,9 @@ class BucketedTimeline:
     ) -> None:
         where = " AND ".join(f"{column} = ?" for column in key)
         past = "<" if newest_first else ">"
+        before = ">" if newest_first else "<"
+        #: Reading towards the head is reading against the clustering order.
+        reverse = "ASC" if newest_first else "DESC"
         self._key_width = len(key)
         self._item_id = item_id
         self._index_from_start = f"SELECT bucket FROM {index} WHERE {where} LIMIT ?"
@@ -157,8 +178,49 @@ class BucketedTimeline:
         self._items_past = (
             f"SELECT {columns} FROM {items} WHERE {where} AND bucket = ? AND {item_id} {past} ? LIMIT ?"
         )
+        by_bucket = f"ORDER BY bucket {reverse} LIMIT ?"
+        by_item = f"ORDER BY {item_id} {reverse} LIMIT ?"
+        self._index_from_tail = f"SELECT bucket FROM {index} WHERE {where} {by_bucket}"
+        self._index_before = f"SELECT bucket FROM {index} WHERE {where} AND bucket {before} ? {by_bucket}"
+        self._items_from_tail = f"SELECT {columns} FROM {items} WHERE {where} AND bucket = ? {by_item}"
+        self._items_before = (
+            f"SELECT {columns} FROM {items} WHERE {where} AND bucket = ? AND {item_id} {before} ? {by_item}"
+        )
+        self._item_at = f"SELECT {item_id} FROM {items} WHERE {where} AND bucket = ? AND {item_id} = ?"
         placeholders = ", ".join("?" for _ in range(len(key) + 1))
         self._add_bucket = f"INSERT INTO {index} ({', '.join(key)}, bucket) VALUES ({placeholders})"
+
+    async def read(
+        self,
+        db: Database,
+        key: Sequence[object],
+        convert: Callable[[Row], T],
+        *,
+        size: int,
+        cursor: Position | None,
+        backward: bool = False,
+    ) -> Paged[T]:
+        """``size`` items from ``cursor`` towards the tail (``first``/``after``) or the head
+        (``last``/``before``, see :meth:`page_back`), with what lies past them each way."""
+        if backward:
+            page = await self.page_back(db, key, convert, last=size, before=cursor)
+        else:
+            page = await self.page(db, key, convert, first=size, after=cursor)
+        beyond: bool | Callable[[], Awaitable[bool]] = False
+        if cursor is not None:
+            start = cursor
+            edge = page.items[-1 if backward else 0][0] if page.items else None
+
+            async def probe() -> bool:
+                if edge is not None:
+                    return await self._has(db, key, edge, towards_head=not backward)
+                # An empty page: the cursor's own item, if it is still there, lies beyond.
+                if await self._has(db, key, start, towards_head=not backward):
+                    return True
+                return await self.exists(db, key, start)
+
+            beyond = probe
+        return Paged(page.items, page.has_next, beyond)
 
     async def page(
         self,
@@ -170,28 +232,74 @@ class BucketedTimeline:
         after: Position | None,
     ) -> Page[T]:
         """``first`` items of the timeline of ``key`` in reading order (see :func:`read_page`)."""
+        return await self._read(db, key, convert, first, after, backward=False)
+
+    async def page_back(
+        self,
+        db: Database,
+        key: Sequence[object],
+        convert: Callable[[Row], T],
+        *,
+        last: int,
+        before: Position | None,
+    ) -> Page[T]:
+        """The ``last`` items just before ``before`` (nearer the head of the list: newer, for a
+        newest-first timeline), or the tail's ``last`` items without it; in the list's order,
+        ``has_next`` telling whether more lie beyond them towards the head. The walk is
+        :func:`read_page`'s against the clustering order, which Cassandra reads as cheaply."""
+        page = await self._read(db, key, convert, last, before, backward=True)
+        return Page(items=page.items[::-1], has_next=page.has_next)
+
+    async def _has(
+        self, db: Database, key: Sequence[object], position: Position, *, towards_head: bool
+    ) -> bool:
+        """Whether an item lies past ``position`` towards the head or the tail (one item read)."""
+        return (await self._read(db, key, _ignore, 0, position, backward=towards_head)).has_next
+
+    async def exists(self, db: Database, key: Sequence[object], position: Position) -> bool:
+        """Whether the item at ``position`` is stored."""
+        self._check(key)
+        row = await db.execute(self._item_at, (*key, position.bucket, position.item_id))
+        return row.one() is not None
+
+    async def _read(
+        self,
+        db: Database,
+        key: Sequence[object],
+        convert: Callable[[Row], T],
+        size: int,
+        start: Position | None,
+        *,
+        backward: bool,
+    ) -> Page[T]:
         self._check(key)
         partition = tuple(key)
+        if backward:
+            index_first, index_next = self._index_from_tail, self._index_before
+            items_first, items_next = self._items_from_tail, self._items_before
+        else:
+            index_first, index_next = self._index_from_start, self._index_past
+            items_first, items_next = self._items_from_start, self._items_past
 
         async def list_buckets(past: int | None, limit: int) -> list[int]:
             params: tuple[object, ...]
             if past is None:
-                cql, params = self._index_from_start, (*partition, limit)
+                cql, params = index_first, (*partition, limit)
             else:
-                cql, params = self._index_past, (*partition, past, limit)
+                cql, params = index_next, (*partition, past, limit)
             result = await db.execute(cql, params)
             return [row["bucket"] for row in result.rows]
 
         async def fetch(bucket: int, past: UUID | None, limit: int) -> list[tuple[UUID, T]]:
             params: tuple[object, ...]
             if past is None:
-                cql, params = self._items_from_start, (*partition, bucket, limit)
+                cql, params = items_first, (*partition, bucket, limit)
             else:
-                cql, params = self._items_past, (*partition, bucket, past, limit)
+                cql, params = items_next, (*partition, bucket, past, limit)
             result = await db.execute(cql, params, fetch_size=limit)
             return [(row[self._item_id], convert(row)) for row in result.rows]
 
-        return await read_page(list_buckets, fetch, first=first, after=after)
+        return await read_page(list_buckets, fetch, first=size, after=start)
 
     async def buckets(self, db: Database, key: Sequence[object]) -> list[int]:
         """Every bucket listed for ``key``, in reading order: keyed slices of

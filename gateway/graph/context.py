@@ -22,6 +22,7 @@ from gateway.db.session import Database, RequestMetrics
 from gateway.errors import Unauthenticated
 from gateway.graph import validation
 from gateway.graph.dataloader import Loader
+from gateway.graph.live import LiveHub
 from gateway.graph.observability import OperationRecorder
 from gateway.ratelimit.limiter import RateLimiter
 from gateway.ratelimit.policy import Limit, RateLimits
@@ -41,6 +42,15 @@ class StoreClass(Protocol[S_co]):
 #: Resolves a bearer token to the login of its session, or None when it is
 #: unknown or expired. The users domain provides it.
 Authenticator = Callable[[str], Awaitable[str | None]]
+
+
+class SocketPresence(Protocol):
+    """What a WebSocket tells of its signed-in user (the users domain's presence)."""
+
+    def connected(self, login: str) -> None: ...
+
+    def disconnected(self, login: str) -> None: ...
+
 
 #: The key per-address rate limits count a request under (the HTTP layer provides it).
 AddressOf = Callable[[Any], str]
@@ -88,11 +98,27 @@ class Services:
     metrics: OperationRecorder | None = None
     #: The client address of a request, as per-address limits key it.
     address_of: AddressOf = _no_address
+    #: Delivers subscription events (see ``gateway/graph/live.py``); set by the composition root.
+    live: LiveHub | None = None
+    #: Told of every authenticated socket that opens and closes; None: nobody listens.
+    presence: SocketPresence | None = None
     rate_limits: RateLimits = field(init=False)
     _stores: dict[StoreClass[Any], Any] = field(default_factory=dict)
+    _provided: dict[type, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rate_limits = RateLimits(self.settings, self.limiter)
+
+    def provide(self, instance: object) -> None:
+        """Keep a process-wide instance the composition root built with more than the database
+        and the settings (:meth:`provided` answers it)."""
+        self._provided[type(instance)] = instance
+
+    def provided(self, cls: type[S]) -> S:
+        instance = self._provided.get(cls)
+        if not isinstance(instance, cls):
+            raise LookupError(f"the composition root provides no {cls.__name__}")
+        return instance
 
     def store(self, cls: StoreClass[S]) -> S:
         """The process's one instance of a domain store (``cls(db, settings)``)."""
@@ -202,6 +228,12 @@ class Context:
     @property
     def pubsub(self) -> PubSub:
         return self.services.pubsub
+
+    @property
+    def live(self) -> LiveHub:
+        hub = self.services.live
+        assert hub is not None, "the composition root makes the live hub"
+        return hub
 
     def store(self, cls: StoreClass[S]) -> S:
         return self.services.store(cls)

@@ -69,14 +69,13 @@ from graphql import (
 )
 from graphql.type.introspection import SchemaMetaFieldDef, TypeMetaFieldDef, TypeNameMetaFieldDef
 
+from gateway.graph.executor_internals import strawberry_definition
 from gateway.graph.pagination import MAX_PAGE_SIZE
 
 #: The metadata key of a list field's bound (see :func:`max_items`).
 MAX_ITEMS = "max_items"
 #: Lists that declare no bound count as one full page.
 DEFAULT_LIST_BOUND = MAX_PAGE_SIZE
-#: Strawberry keeps a field's own definition in its graphql-core field's extensions.
-_STRAWBERRY_DEFINITION = "strawberry-definition"
 
 
 def max_items(bound: int) -> dict[str, int]:
@@ -104,7 +103,7 @@ def text_bound(max_chars: int) -> dict[str, int]:
 
 
 def _metadata(definition: GraphQLField) -> dict[str, Any]:
-    field = (definition.extensions or {}).get(_STRAWBERRY_DEFINITION)
+    field = strawberry_definition(definition)
     return getattr(field, "metadata", None) or {}
 
 
@@ -274,25 +273,35 @@ class _Walker:
         )
 
     def page_size(self, node: FieldNode, definition: GraphQLField | None) -> int | None:
-        """``first`` of a connection field, resolved; None when the field is no connection."""
+        """The page size of a connection field (``first``, or ``last`` when the query gives
+        it), resolved; None when the field is no connection."""
         argument: GraphQLArgument | None = definition.args.get("first") if definition else None
         if argument is None:
             return None
-        value: Any = Undefined
+        given = [self._argument(node, name) for name in ("first", "last")]
+        sizes = [value for value in given if value is not Undefined and value is not None]
+        if not sizes:
+            sizes = [argument.default_value]
+        if not all(_an_int(size) for size in sizes):
+            return MAX_PAGE_SIZE
+        return int(max(0, *sizes))
+
+    def _argument(self, node: FieldNode, name: str) -> Any:
         for arg in node.arguments or ():
-            if arg.name.value != "first":
+            if arg.name.value != name:
                 continue
             if isinstance(arg.value, IntValueNode):
-                value = int(arg.value.value)
-            elif isinstance(arg.value, VariableNode):
+                return int(arg.value.value)
+            if isinstance(arg.value, VariableNode):
                 var = arg.value.name.value
                 self.read.add(var)
-                value = self.variables.get(var, self.defaults.get(var, Undefined))
-        if value is Undefined or value is None:
-            value = argument.default_value
-        if isinstance(value, bool) or not isinstance(value, int):
-            return MAX_PAGE_SIZE
-        return max(value, 0)
+                return self.variables.get(var, self.defaults.get(var, Undefined))
+            return None
+        return Undefined
+
+
+def _an_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _field_definition(

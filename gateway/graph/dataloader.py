@@ -14,7 +14,9 @@ matters when a page resolver loads the users of 50 items at once:
   keys' futures in turn instead of through ``asyncio.gather``: they settle
   together when their batch does, so the first await is the only one that waits.
 
-``tests/test_dataloader.py`` holds it to Strawberry's batches and answers.
+``tests/test_dataloader.py`` holds it to Strawberry's batches and answers. What it
+uses of Strawberry's DataLoader beyond its documented API comes from
+:mod:`gateway.graph.executor_internals`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
-from strawberry.dataloader import Batch, DataLoader, DefaultCache, LoaderTask, get_current_batch
+from strawberry.dataloader import DataLoader
+
+from gateway.graph.executor_internals import Batch, DefaultCache, LoaderTask, get_current_batch
 
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")

@@ -24,7 +24,6 @@ import strawberry
 from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import SchemaExtension
-from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionContext as StrawberryExecutionContext
 from strawberry.types import ExecutionResult
@@ -42,6 +41,7 @@ from gateway.errors import (
     Unauthenticated,
     Unavailable,
 )
+from gateway.graph.executor_internals import SchemaExtensionsRunner
 from gateway.graph.hooks import HookRunner
 
 log = logging.getLogger("gateway.errors")

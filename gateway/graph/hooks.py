@@ -21,7 +21,8 @@ from types import TracebackType
 from typing import Any
 
 from strawberry.extensions import SchemaExtension
-from strawberry.extensions.runner import SchemaExtensionsRunner
+
+from gateway.graph.executor_internals import SchemaExtensionsRunner
 
 _GENERATOR = 0
 _ASYNC_GENERATOR = 1

@@ -19,9 +19,9 @@ from typing import Any
 
 from graphql import DocumentNode, GraphQLError, GraphQLSchema
 from strawberry.extensions import SchemaExtension
-from strawberry.schema.schema import validate_document
 
 from gateway.graph.cost import INTROSPECTION_MAX_DEPTH, INTROSPECTION_MAX_LISTS, Analysis, analyse
+from gateway.graph.executor_internals import graphql_schema, validate_document
 from gateway.settings import Settings
 
 
@@ -191,7 +191,7 @@ def limited_validation(limits: QueryLimits, cache_size: int = 1000) -> type[Sche
             if document is None or query is None:
                 yield
                 return
-            schema = context.schema._schema
+            schema = graphql_schema(context.schema)
             fragments = sum(1 for d in document.definitions if d.kind == "fragment_definition")
             if fragments > limits.max_fragments:
                 message = f"{fragments} fragments exceed the limit of {limits.max_fragments}."

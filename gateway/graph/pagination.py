@@ -2,8 +2,16 @@
 
 A cursor is URL-safe base64 that only the domain that issued it interprets:
 packed bytes of (bucket, timeuuid) for time-bucketed lists, a small JSON
-document for the others. Clients treat it as opaque. A cursor that does not decode is ``BAD_USER_INPUT`` on
-``after``.
+document for the others. Clients treat it as opaque. A cursor that does not
+decode is ``BAD_USER_INPUT`` on ``after`` (or ``before``).
+
+Timelines page both ways, with Relay's semantics (:func:`page_request`):
+``first``/``after`` read towards the tail, ``last``/``before`` towards the head
+(``before`` a cursor is nearer the head: newer, for a newest-first list), and a
+page's edges are always in the list's order. Of a page's two ``pageInfo`` flags
+one comes free with the page (one item more is read); the other, in the
+direction the page was not read, may need a read of its own: it is a *probe*
+(:data:`Flag`), run only when a query selects the flag.
 """
 
 from __future__ import annotations
@@ -12,7 +20,8 @@ import base64
 import binascii
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
@@ -23,7 +32,7 @@ from strawberry.types import Info
 from gateway.db.timeline import Position
 from gateway.errors import BadUserInput
 from gateway.graph.errors import QueryTooComplex
-from gateway.graph.plain_fields import plain_reader
+from gateway.graph.plain_fields import NOT_READ, plain_reader
 
 T = TypeVar("T")
 
@@ -33,12 +42,50 @@ MAX_PAGE_SIZE = 100
 MAX_NODES_PER_REQUEST = 5000
 
 
+#: A page-info flag: known, or a probe that reads it (run only when selected).
+Flag = bool | Callable[[], Awaitable[bool]]
+
+
+def _known(flag: Flag) -> Any:
+    return flag if isinstance(flag, bool) else NOT_READ
+
+
+def _flag(flag: Flag) -> bool | Awaitable[bool]:
+    return flag if isinstance(flag, bool) else flag()
+
+
 @strawberry.type
 class PageInfo:
-    has_next_page: bool
     end_cursor: str | None
-    has_previous_page: bool = False
     start_cursor: str | None = None
+    _next: strawberry.Private[Flag] = False
+    _previous: strawberry.Private[Flag] = False
+
+    @strawberry.field(
+        graphql_type=bool,
+        description="Whether more items follow this page towards the list's tail.",
+        metadata=plain_reader(lambda p: _known(p._next)),
+    )
+    def has_next_page(self) -> bool | Awaitable[bool]:
+        return _flag(self._next)
+
+    @strawberry.field(
+        graphql_type=bool,
+        description="Whether more items precede this page towards the list's head.",
+        metadata=plain_reader(lambda p: _known(p._previous)),
+    )
+    def has_previous_page(self) -> bool | Awaitable[bool]:
+        return _flag(self._previous)
+
+    @classmethod
+    def of(
+        cls,
+        has_next: Flag,
+        end_cursor: str | None,
+        has_previous: Flag = False,
+        start_cursor: str | None = None,
+    ) -> PageInfo:
+        return cls(end_cursor=end_cursor, start_cursor=start_cursor, _next=has_next, _previous=has_previous)
 
 
 @strawberry.type
@@ -60,20 +107,66 @@ class Connection(Generic[T]):
         return [edge.node for edge in self.edges]
 
     @classmethod
-    def of(cls, items: Sequence[tuple[str, T]], has_next: bool) -> Connection[T]:
+    def of(cls, items: Sequence[tuple[str, T]], has_next: Flag, has_previous: Flag = False) -> Connection[T]:
         edges = [Edge(cursor=cursor, node=node) for cursor, node in items]
         return cls(
             edges=edges,
-            page_info=PageInfo(
-                has_next_page=has_next,
-                end_cursor=edges[-1].cursor if edges else None,
-                start_cursor=edges[0].cursor if edges else None,
+            page_info=PageInfo.of(
+                has_next,
+                edges[-1].cursor if edges else None,
+                has_previous,
+                edges[0].cursor if edges else None,
             ),
         )
 
     @classmethod
+    def paged(
+        cls, request: PageRequest, items: Sequence[tuple[str, T]], more: bool, beyond: Flag
+    ) -> Connection[T]:
+        """A page read as ``request`` says: ``more`` items lie past it in the direction it
+        was read; ``beyond`` tells (or probes) whether any lie past it the other way."""
+        if request.backward:
+            return cls.of(items, has_next=beyond, has_previous=more)
+        return cls.of(items, has_next=more, has_previous=beyond)
+
+    @classmethod
     def empty(cls) -> Connection[T]:
         return cls.of([], False)
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """What a connection's arguments ask for: ``size`` items read from ``cursor`` (None:
+    from the head, or the tail when ``backward``), towards the head when ``backward``."""
+
+    size: int
+    cursor: str | None
+    backward: bool
+
+    @property
+    def cursor_field(self) -> str:
+        return "before" if self.backward else "after"
+
+
+def page_request(
+    info: Info | None,
+    first: int | None,
+    after: str | None,
+    last: int | None,
+    before: str | None,
+    default: int,
+) -> PageRequest:
+    """The page a connection's ``first``/``after``/``last``/``before`` ask for, checked and
+    charged to the request's item budget. A page runs one way: ``first`` with ``after``,
+    or ``last`` with ``before``. ``first`` has a default in the schema; only a ``first``
+    the query names conflicts with ``last``."""
+    if last is None and before is None:
+        return PageRequest(page_size(info, first, default), after, backward=False)
+    if first is not None and (info is None or _names_argument(info, "first")):
+        raise BadUserInput("last", "Ask for `first` or `last`, not both.")
+    if after is not None:
+        raise BadUserInput("before", "Page forward with `first`/`after` or backward with `last`/`before`.")
+    return PageRequest(page_size(info, last, default, "last"), before, backward=True)
 
 
 def encode_cursor(payload: dict[str, Any]) -> str:
@@ -126,13 +219,18 @@ def decode_position(cursor: str | None, field: str = "after") -> Position | None
     return position
 
 
-def page_size(info: Info | None, first: int | None, default: int) -> int:
-    """Validate ``first`` and charge it to the request's node budget."""
+def _names_argument(info: Info, name: str) -> bool:
+    """Whether the query itself gives the field's argument ``name`` (not its default)."""
+    return any(getattr(selected, "arguments", {}).get(name) is not None for selected in info.selected_fields)
+
+
+def page_size(info: Info | None, first: int | None, default: int, field: str = "first") -> int:
+    """Validate ``first`` (or ``last``, as ``field`` says) and charge it to the request's node budget."""
     size = default if first is None else first
     if size < 0:
-        raise BadUserInput("first", "`first` must not be negative.")
+        raise BadUserInput(field, f"`{field}` must not be negative.")
     if size > MAX_PAGE_SIZE:
-        raise QueryTooComplex(f"`first` may be at most {MAX_PAGE_SIZE}.", field="first")
+        raise QueryTooComplex(f"`{field}` may be at most {MAX_PAGE_SIZE}.", field=field)
     if info is not None:
         context = info.context
         spent = getattr(context, "nodes_requested", 0) + size

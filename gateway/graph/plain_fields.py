@@ -31,6 +31,10 @@ own ``execute_field``, which reads the value again (reading has no side effect)
 and produces exactly the value or the error it always did. Results keep the
 selection's order. ``tests/test_plain_fields.py`` holds the fast path to the
 reference executor, byte for byte, over a corpus of queries.
+
+The executor extends graphql-core's and Strawberry's past their documented API: what it
+uses of them is reached through :mod:`gateway.graph.executor_internals`.
+``GATEWAY_PLAIN_FIELDS=0`` runs graphql-core's reference executor instead.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ from uuid import UUID
 
 import strawberry
 from graphql import (
+    GRAPHQL_MAX_INT,
+    GRAPHQL_MIN_INT,
     ExecutionResult,
     GraphQLBoolean,
     GraphQLEnumType,
@@ -62,18 +68,21 @@ from graphql import (
     Undefined,
     VariableNode,
 )
-from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.language import FragmentDefinitionNode, SelectionSetNode
 from graphql.pyutils import Path, gather_with_cancel, is_awaitable
-from graphql.type.scalars import GRAPHQL_MAX_INT, GRAPHQL_MIN_INT, serialize_int
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
-from strawberry.types.cast import TYPE_CAST_ATTRIBUTE
 
-#: Strawberry keeps a field's own definition in its graphql-core field's extensions.
-_STRAWBERRY_DEFINITION = "strawberry-definition"
-
-#: The name of the resolver Strawberry gives fields without one (``is_basic_field``).
-_BASIC_RESOLVER = "_get_basic_result"
+from gateway.graph.executor_internals import (
+    TYPE_CAST_ATTRIBUTE,
+    FieldDetailsList,
+    GroupedFieldSet,
+    StrawberryExecutor,
+    int_output,
+    is_basic_resolver,
+    runs_middleware,
+    settle_in_background,
+    strawberry_definition,
+    subfields,
+)
 
 #: The field metadata key of a plain reader.
 PLAIN_READER = "gateway.plain_reader"
@@ -287,11 +296,11 @@ def _int_output(value: Any) -> Any:
     """graphql-core's Int output coercion, with an in-range ``int`` answered as it is."""
     if type(value) is int and GRAPHQL_MIN_INT <= value <= GRAPHQL_MAX_INT:
         return value
-    return serialize_int(value)
+    return int_output(value)
 
 
 #: Output coercions with a faster equivalent.
-_FASTER: dict[Callable[[Any], Any], Callable[[Any], Any]] = {serialize_int: _int_output}
+_FASTER: dict[Callable[[Any], Any], Callable[[Any], Any]] = {int_output: _int_output}
 
 
 def _leaf_completer(coerce: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -418,7 +427,7 @@ def _variable_free(operation: OperationDefinitionNode, fragments: dict[str, Frag
 def _checked_origin(object_type: GraphQLObjectType) -> type | None:
     """The class whose own instances, unless cast, Strawberry's ``is_type_of`` of the type
     accepts (the type's own check, not one the class defines); None when unknown."""
-    definition = (object_type.extensions or {}).get(_STRAWBERRY_DEFINITION)
+    definition = strawberry_definition(object_type)
     if definition is None or definition.is_type_of is not None:
         return None
     origin = definition.origin
@@ -445,7 +454,7 @@ def _finished(*_: Any) -> Any:
 _FINISHED = GraphQLResolveInfoHelpers(gather=_finished, track=_finished)
 
 
-class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
+class PlainFieldsExecutor(StrawberryExecutor):
     """Strawberry's executor, with plain fields of a selection set produced in place.
 
     Once its response is built it lets go of its resolver-info helpers: they are
@@ -457,8 +466,7 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
         super().__init__(*args, **kwargs)
         self._plans: dict[int, tuple[GroupedFieldSet, _Plan | None]] = {}
         self._shared = _shared_plans(self.schema, self.operation, self.fragment_definitions)
-        manager = self.middleware_manager
-        self._plain_allowed = manager is None or manager._middleware_resolvers is None
+        self._plain_allowed = not runs_middleware(self)
 
     def execute_root_grouped_field_set(
         self,
@@ -540,8 +548,8 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
 
     def _whole_plan(self, object_type: GraphQLObjectType, details: FieldDetailsList) -> list[_Plain] | None:
         """The plan of an object field's selection when every field in it is plain."""
-        grouped_field_set, new_defer_usages, _ = self.collect_subfields(object_type, details)
-        if new_defer_usages:
+        grouped_field_set, defers = subfields(self, object_type, details)
+        if defers:
             return None
         plan = self._plan_of(object_type, grouped_field_set) or []
         whole = [plain for plain in plan if plain is not None]
@@ -549,11 +557,11 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
 
     def _reader(self, field_def: Any) -> Callable[[Any], Any] | None:
         """How to read a field's value without its resolver, if there is a way."""
-        strawberry_field = (field_def.extensions or {}).get(_STRAWBERRY_DEFINITION)
+        strawberry_field = strawberry_definition(field_def)
         if strawberry_field is None or strawberry_field.extensions:
             return None
         resolve = field_def.resolve
-        if resolve is not None and getattr(resolve, "__name__", "") == _BASIC_RESOLVER:
+        if resolve is not None and is_basic_resolver(resolve):
             if not strawberry_field.is_basic_field:
                 return None
             default_resolver = strawberry_field.default_resolver
@@ -643,7 +651,7 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
                         awaitable_fields.append(response_name)
         except Exception:
             if awaitable_fields:
-                self.settle_in_background([results[field] for field in awaitable_fields])
+                settle_in_background(self, [results[field] for field in awaitable_fields])
             raise
         if not awaitable_fields:
             return results

@@ -14,6 +14,8 @@ from __future__ import annotations
 from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode, SelectionNode
 from strawberry.types import Info
 
+from gateway.graph.executor_internals import resolve_info
+
 
 def selects(info: Info, name: str) -> bool:
     """Whether the field being resolved selects a field ``name`` anywhere beneath it
@@ -21,7 +23,7 @@ def selects(info: Info, name: str) -> bool:
 
     Walks graphql-core's AST: ``info.selected_fields`` would first convert the whole
     subtree, arguments and directives included, into Strawberry's own nodes."""
-    raw = info._raw_info
+    raw = resolve_info(info)
     fragments = raw.fragments
     seen: set[str] = set()
     pending: list[SelectionNode] = []

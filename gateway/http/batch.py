@@ -22,6 +22,7 @@ from graphql import GraphQLError, OperationType, get_operation_ast, parse
 from strawberry.http import GraphQLRequestData
 from strawberry.types import ExecutionResult
 
+from gateway.graph.executor_internals import graphql_schema
 from gateway.graph.limits import QueryLimits, check, cost_exceeded, too_complex
 
 #: Strawberry's own batch ceiling, above which it answers a plain-text 400;
@@ -100,7 +101,7 @@ class BatchBudget(_View):
         whose first operations spend it all is refused without measuring the rest.
         """
         assert isinstance(self.schema, strawberry.Schema)
-        schema = self.schema._schema
+        schema = graphql_schema(self.schema)
         refusals: dict[int, GraphQLError] = {}
         total = 0
         for index, data in enumerate(batch):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -39,7 +39,9 @@ from gateway.broker.pubsub import BrokerUnavailable
 from gateway.broker.sessions import LiveSession, session_channel
 from gateway.db.session import CassandraUnavailable
 from gateway.graph.context import Context, Services
+from gateway.graph.live import CURRENT_OPERATION, LiveOperation
 from gateway.http.auth import bearer_token
+from gateway.http.live import SocketSink
 from gateway.http.sockets import TOO_MANY_CODE, TOO_MANY_REASON, SocketCounts
 from gateway.tasks import cancel_and_wait
 
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+TRANSPORT_PROTOCOL = "graphql-transport-ws"
+LEGACY_PROTOCOL = "graphql-ws"
 FORBIDDEN_CODE = 4403
 INVALID_TOKEN = "Forbidden: invalid or expired token"
 SESSION_ENDED = "Forbidden: the session has ended"
@@ -99,6 +103,42 @@ class SessionSocket:
         self._pending_close: tuple[int, str] | None = None
         self._closing: asyncio.Task[None] | None = None
         self.closed = False
+
+    def operation(
+        self,
+        protocol: str,
+        operation_id: str,
+        active: Callable[[], bool],
+        query: str,
+        variables: Any,
+        name: Any,
+    ) -> contextlib.AbstractContextManager[None]:
+        """While an operation runs, the live hub knows where its results go."""
+        sink = self.sink(protocol, operation_id, active)
+        if sink is None:
+            return contextlib.nullcontext()
+        return _current(LiveOperation(query, variables, name, sink))
+
+    def sink(self, protocol: str, operation_id: str, active: Callable[[], bool]) -> SocketSink | None:
+        """Where the live hub writes an operation's results: this socket's transport, cut off
+        (and closed with 1013) once more than ``GATEWAY_WS_SEND_BUFFER_BYTES`` wait in it;
+        None when the socket has no transport left (it is closing)."""
+        request = getattr(self.websocket, "request", None)  # aiohttp's adapter keeps the request
+        transport = request.transport if request is not None else None
+        if transport is None:
+            return None
+        return SocketSink(
+            transport,
+            protocol,
+            operation_id,
+            limit=self.services.settings.ws_send_buffer_bytes,
+            cut=self._cut_off,
+            active=active,
+        )
+
+    def _cut_off(self, code: int, reason: str) -> None:
+        log.info("cutting off a WebSocket of %s: %s", self.login or "an anonymous client", reason)
+        self._closing = asyncio.create_task(self.close(code, reason))
 
     async def close(self, code: int, reason: str) -> None:
         """Close the socket with ``code``, from any task.
@@ -173,11 +213,15 @@ class SessionSocket:
             return TOO_MANY_CODE, TOO_MANY_REASON
         self.token, self.login = token, session.login
         self._watcher = asyncio.create_task(self._watch(token, session.expires_at))
+        if self.services.presence is not None:
+            self.services.presence.connected(session.login)
         return None
 
     def _release(self) -> None:
         if self.login is not None:
             self.counts.sign_out(self.login)
+            if self.services.presence is not None:
+                self.services.presence.disconnected(self.login)
         if self._watcher is not None:
             self._watcher.cancel()
         self.token = self.login = self._watcher = None
@@ -245,6 +289,15 @@ class SessionSocket:
             return False
 
 
+@contextlib.contextmanager
+def _current(operation: LiveOperation) -> Iterator[None]:
+    token = CURRENT_OPERATION.set(operation)
+    try:
+        yield
+    finally:
+        CURRENT_OPERATION.reset(token)
+
+
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     """``graphql-transport-ws`` with the session rules of :class:`SessionSocket`."""
 
@@ -274,7 +327,15 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     async def run_operation(self, operation: Operation[Context, None]) -> None:
         if not await self.session.lives(self.context):
             return
-        await super().run_operation(operation)
+        with self.session.operation(
+            TRANSPORT_PROTOCOL,
+            operation.id,
+            lambda: not operation.completed,
+            operation.query,
+            operation.variables,
+            operation.operation_name,
+        ):
+            await super().run_operation(operation)
 
 
 class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
@@ -317,4 +378,12 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
         if not await self.session.lives(self.context):
             self.tasks.pop(operation_id, None)
             return
-        await super().handle_async_results(operation_id, query, operation_name, variables)
+        with self.session.operation(
+            LEGACY_PROTOCOL,
+            operation_id,
+            lambda: operation_id in self.tasks,
+            query,
+            variables,
+            operation_name,
+        ):
+            await super().handle_async_results(operation_id, query, operation_name, variables)

@@ -5,28 +5,26 @@ mail mutations with their input.
 from __future__ import annotations
 
 from typing import Annotated
+from uuid import UUID
 
 import strawberry
 from strawberry.file_uploads import Upload
 from strawberry.types import Info
 
-from gateway.db.idempotency import MutationKeys
+from gateway.errors import BadUserInput
 from gateway.graph.context import Context, context_of
 from gateway.graph.cost import max_items
 from gateway.mail import rules
 from gateway.mail.loaders import unread_counts_loader
 from gateway.mail.service import MAX_FOLDERS, MailService
 from gateway.mail.store import MailStore
-from gateway.mail.types import Email, Folder, load_folder
+from gateway.mail.types import Email, Folder, email_key, load_folder, mail_service
 from gateway.mail.uploads import MAX_FILES
 from gateway.ratelimit.policy import Limit
-from gateway.users.loaders import user_loader
 
 
 def service(context: Context) -> MailService:
-    return MailService(
-        context.store(MailStore), context.loader(user_loader).load_many, MutationKeys(context.db)
-    )
+    return mail_service(context)
 
 
 @strawberry.input(description="A new email. Attachments go as multipart file uploads.")
@@ -65,11 +63,11 @@ class MailMe:
     @strawberry.field(description="An email you sent or received; null otherwise.")
     async def email(self, info: Info, id: strawberry.ID) -> Email | None:
         context = context_of(info)
-        record = await service(context).visible_email(self.login, rules.email_id_or_none(id))
+        record = await service(context).visible_email(self.login, email_key(id))
         if record is None:
             return None
         placement = await context.store(MailStore).placement(self.login, record)
-        return Email.of(record, placement)
+        return Email.of(record, placement, self.login)
 
 
 @strawberry.type
@@ -96,14 +94,14 @@ class MailMutation:
         # Uploads took their limit (``Limit.UPLOAD``) before their first byte was stored.
         await context.rate_limit(Limit.SEND, login)
         email, placement = await service(context).send(login, recipients, subject, body, uploads, client_key)
-        return Email.of(email, placement)
+        return Email.of(email, placement, login)
 
     @strawberry.mutation(description="Mark an email read (or unread with read: false; null counts as true).")
     async def mark_email_read(self, info: Info, id: strawberry.ID, read: bool | None = True) -> Email:
         context = context_of(info)
         login = await context.require_viewer()
-        email, placement = await service(context).mark_read(login, rules.email_id(id), read is not False)
-        return Email.of(email, placement)
+        email, placement = await service(context).mark_read(login, _email_id(id), read is not False)
+        return Email.of(email, placement, login)
 
     @strawberry.mutation(description="Move an email between two of your folders.")
     async def move_email(
@@ -117,5 +115,12 @@ class MailMutation:
         login = await context.require_viewer()
         source = rules.label(from_, "from")
         target = rules.label(to, "to")
-        email, placement = await service(context).move(login, rules.email_id(id), source, target)
-        return Email.of(email, placement)
+        email, placement = await service(context).move(login, _email_id(id), source, target)
+        return Email.of(email, placement, login)
+
+
+def _email_id(value: str) -> UUID:
+    key = email_key(value)
+    if key is None:
+        raise BadUserInput("id", "`id` must be an email id.")
+    return key

@@ -24,7 +24,7 @@ DEMO_EMAILS = [
 async def seed_mail(db: Database, settings: Settings) -> int:
     """Send the demo emails unless alice's sent folder has mail already; returns how many were sent."""
     store = MailStore(db, settings)
-    if (await store.folder_page("alice", "sent", first=1, after=None)).items:
+    if (await store.folder_page("alice", "sent", size=1, cursor=None)).items:
         return 0
     attachments = AttachmentStore(db, settings)
     for sender, recipients, subject, body, with_agenda in DEMO_EMAILS:

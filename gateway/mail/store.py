@@ -28,7 +28,7 @@ from gateway.db.lwt import compare_and_set
 from gateway.db.session import Database, Params, Row, chunked
 from gateway.db.timeline import (
     BucketedTimeline,
-    Page,
+    Paged,
     Position,
     bucket_of_timeuuid,
     validate_granularity,
@@ -336,11 +336,12 @@ class MailStore:
     # -- folder listings ----------------------------------------------------
 
     async def folder_page(
-        self, login: str, label: str, *, first: int, after: Position | None
-    ) -> Page[FolderEntry]:
-        """Newest first, across the folder's time buckets."""
-
-        return await _FOLDER.page(self.db, (login, label), _folder_entry, first=first, after=after)
+        self, login: str, label: str, *, size: int, cursor: Position | None, backward: bool = False
+    ) -> Paged[FolderEntry]:
+        """Newest first, across the folder's time buckets, either way."""
+        return await _FOLDER.read(
+            self.db, (login, label), _folder_entry, size=size, cursor=cursor, backward=backward
+        )
 
     # -- repair (see ``recount.py``) ---------------------------------------
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable
 from datetime import datetime
 from uuid import UUID
@@ -12,18 +13,22 @@ from uuid import UUID
 import strawberry
 from strawberry.types import Info
 
-from gateway.graph.context import context_of
+from gateway.db.idempotency import MutationKeys
+from gateway.errors import BadUserInput, NotFound
+from gateway.graph.context import Context, context_of
 from gateway.graph.cost import max_items, text_bound
-from gateway.graph.node import Node, global_id
-from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
-from gateway.graph.plain_fields import source_field
+from gateway.graph.node import ID_DESCRIPTION, Node, global_id, parse_global_id
+from gateway.graph.pagination import Connection, decode_position, page_request, position_cursor
+from gateway.graph.plain_fields import computed_field, source_field
 from gateway.graph.selection import selects
 from gateway.mail import rules
 from gateway.mail.links import DownloadLinks, SignedLink
 from gateway.mail.loaders import unread_counts_loader
 from gateway.mail.records import AttachmentRecord, EmailRecord, FolderEntry, FolderRecord, Placement
+from gateway.mail.service import MailService
 from gateway.mail.store import MailStore
 from gateway.mail.uploads import MAX_FILES
+from gateway.users.loaders import user_loader
 from gateway.users.types import (
     Prefetched,
     User,
@@ -82,16 +87,24 @@ class Attachment:
         )
 
 
+def _summary_id(self: EmailSummary) -> strawberry.ID:
+    return global_id("EmailSummary", self._owner, self._label, str(self._entry.id))
+
+
 @strawberry.type(description="An email as a folder lists it.")
 class EmailSummary:
     """Fields are read from the folder's row when the query selects them, and resolve on
     the plain-fields path."""
 
     _entry: strawberry.Private[FolderEntry]
+    _owner: strawberry.Private[str]
+    _label: strawberry.Private[str]
     #: Senders prefetched by the page resolver; None: not prefetched.
     _senders: strawberry.Private[Prefetched] = None
 
-    id: strawberry.ID = source_field("_entry.id", str)
+    id: strawberry.ID = computed_field(
+        _summary_id, description="Unique among all objects: not the email's own id (see `email`)."
+    )
     subject: str = source_field("_entry.subject")
     sent_at: datetime = source_field("_entry.sent_at")
     read: bool = source_field("_entry.read")
@@ -100,14 +113,23 @@ class EmailSummary:
         lambda e: e._entry.sender, users="_senders", name="from"
     )
 
+    @strawberry.field(description="The email itself.")
+    async def email(self, info: Info) -> Email:
+        found = await email_node(info, self._owner, str(self._entry.id))
+        if found is None:  # moved or gone since the page was read
+            raise NotFound("That email is no longer in your mailbox.")
+        return found
+
     @classmethod
-    def of(cls, entry: FolderEntry, senders: Prefetched = None) -> EmailSummary:
-        return cls(_entry=entry, _senders=senders)
+    def of(cls, entry: FolderEntry, owner: str, label: str, senders: Prefetched = None) -> EmailSummary:
+        return cls(_entry=entry, _owner=owner, _label=label, _senders=senders)
 
 
 @strawberry.type(description="One email, as its sender or a recipient sees it.")
-class Email:
-    id: strawberry.ID
+class Email(Node):
+    id: strawberry.ID = strawberry.field(
+        description=f"{ID_DESCRIPTION} Yours: another recipient's view of the email has another id."
+    )
     subject: str
     body: str = strawberry.field(metadata=text_bound(rules.BODY_MAX))
     sent_at: datetime
@@ -125,9 +147,9 @@ class Email:
         return await load_users(info, self._record.recipients)
 
     @classmethod
-    def of(cls, email: EmailRecord, placement: Placement) -> Email:
+    def of(cls, email: EmailRecord, placement: Placement, owner: str) -> Email:
         return cls(
-            id=strawberry.ID(str(email.id)),
+            id=global_id("Email", owner, str(email.id)),
             subject=email.subject,
             body=email.body,
             sent_at=email.sent_at,
@@ -147,24 +169,30 @@ class Folder(Node):
 
     @strawberry.field(description="The folder's emails, newest first.")
     async def emails(
-        self, info: Info, first: int | None = EMAILS_PAGE, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = EMAILS_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[EmailSummary]:
-        size = page_size(info, first, EMAILS_PAGE)
-        position = decode_position(after)
-        if size == 0:
-            return Connection.empty()
+        request = page_request(info, first, after, last, before, EMAILS_PAGE)
+        position = decode_position(request.cursor, request.cursor_field)
         page = (
             await context_of(info)
             .store(MailStore)
-            .folder_page(self._login, self.label, first=size, after=position)
+            .folder_page(
+                self._login, self.label, size=request.size, cursor=position, backward=request.backward
+            )
         )
         senders = None
         if selects(info, "from"):
             senders = await users_by_login(info, (entry.sender for _, entry in page.items))
-        return Connection.of(
-            [(position_cursor(pos), EmailSummary.of(entry, senders)) for pos, entry in page.items],
-            page.has_next,
-        )
+        edges = [
+            (position_cursor(pos), EmailSummary.of(entry, self._login, self.label, senders))
+            for pos, entry in page.items
+        ]
+        return Connection.paged(request, edges, page.more, page.beyond)
 
     @classmethod
     def of(cls, login: str, record: FolderRecord, unread: int) -> Folder:
@@ -195,3 +223,32 @@ async def folder_node(info: Info, owner: str, label: str) -> Folder | None:
     if await context_of(info).viewer() != owner:
         return None
     return await load_folder(info, owner, label)
+
+
+def mail_service(context: Context) -> MailService:
+    return MailService(
+        context.store(MailStore), context.loader(user_loader).load_many, MutationKeys(context.db)
+    )
+
+
+def email_key(value: str, field: str = "id") -> UUID | None:
+    """The email an ``id`` argument names: an ``Email`` or ``EmailSummary`` global id, or the
+    email's time-based UUID (which clients of the first releases hold); None for anything else."""
+    with contextlib.suppress(BadUserInput):
+        type_name, key = parse_global_id(value, field)
+        if type_name in ("Email", "EmailSummary"):
+            return rules.email_id_or_none(key.rsplit(":", 1)[-1])
+    return rules.email_id_or_none(value)
+
+
+async def email_node(info: Info, owner: str, email_id: str) -> Email | None:
+    """``node``'s lookup of an ``Email`` global id: only the owner's own view of it."""
+    context = context_of(info)
+    key = rules.email_id_or_none(email_id)
+    if key is None or await context.viewer() != owner:
+        return None
+    record = await mail_service(context).visible_email(owner, key)
+    if record is None:
+        return None
+    placement = await context.store(MailStore).placement(owner, record)
+    return Email.of(record, placement, owner)

@@ -54,10 +54,25 @@ INSERT_ROW = "INSERT INTO talk_partners_by_activity (owner, slot, partner) VALUE
 DELETE_ROW = (
     "DELETE FROM talk_partners_by_activity USING TIMESTAMP ? WHERE owner = ? AND slot = ? AND partner = ?"
 )
-_SLICE_FROM_TOP = "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? LIMIT ?"
-_SLICE_AFTER = (
-    "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND (slot, partner) < (?, ?) LIMIT ?"
+_FROM_TOP = "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? LIMIT ?"
+_FROM_SLOT = "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND slot <= ? LIMIT ?"
+_PAST_SLOT = "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND slot < ? LIMIT ?"
+_FROM_BOTTOM = (
+    "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ?"
+    " ORDER BY slot ASC, partner ASC LIMIT ?"
 )
+_UP_FROM_SLOT = (
+    "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND slot >= ?"
+    " ORDER BY slot ASC, partner ASC LIMIT ?"
+)
+_UP_PAST_SLOT = (
+    "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND slot > ?"
+    " ORDER BY slot ASC, partner ASC LIMIT ?"
+)
+_ONE_SLOT = "SELECT slot, partner FROM talk_partners_by_activity WHERE owner = ? AND slot = ? LIMIT ?"
+#: The most rows of one slot a page orders: the main view is exact for slots of up to this
+#: many pairs (this many people writing to one user within one slot).
+SLOT_ROWS = 5000
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,17 @@ class Spot:
 
     slot: int
     partner: str
+
+
+@dataclass(frozen=True, order=True)
+class Mark:
+    """A pair's exact place in the main view: its last message's time (µs) and the partner,
+    which break ties; ``slot`` is the activity row it was read from. The view is in
+    descending order of (``micros``, ``partner``)."""
+
+    micros: int
+    partner: str
+    slot: int
 
 
 def slot_time(slot: int) -> datetime:
@@ -140,14 +166,27 @@ class ActivityIndex:
 
     # -- reads ------------------------------------------------------------
 
-    async def slice(self, owner: str, after: Spot | None, limit: int) -> list[Spot]:
-        """Up to ``limit`` rows of ``owner``'s partition after ``after``, newest slot first."""
-        if after is None:
-            result = await self.db.execute(_SLICE_FROM_TOP, (owner, limit), fetch_size=limit)
+    async def slice(
+        self, owner: str, slot: int | None, limit: int, *, inclusive: bool, upward: bool = False
+    ) -> list[Spot]:
+        """Up to ``limit`` rows of ``owner``'s partition from ``slot`` (that slot's rows too
+        when ``inclusive``; None: from the top, or the bottom when ``upward``), newest slot
+        first, or oldest first when ``upward``."""
+        params: tuple[object, ...]
+        if slot is None:
+            cql, params = (_FROM_BOTTOM if upward else _FROM_TOP), (owner, limit)
         else:
-            result = await self.db.execute(
-                _SLICE_AFTER, (owner, slot_time(after.slot), after.partner, limit), fetch_size=limit
-            )
+            if upward:
+                cql = _UP_FROM_SLOT if inclusive else _UP_PAST_SLOT
+            else:
+                cql = _FROM_SLOT if inclusive else _PAST_SLOT
+            params = (owner, slot_time(slot), limit)
+        result = await self.db.execute(cql, params, fetch_size=limit)
+        return [Spot(slot_of_row(row["slot"]), row["partner"]) for row in result.rows]
+
+    async def slot_rows(self, owner: str, slot: int) -> list[Spot]:
+        """Every row of one slot of ``owner``'s partition."""
+        result = await self.db.execute(_ONE_SLOT, (owner, slot_time(slot), SLOT_ROWS), fetch_size=SLOT_ROWS)
         return [Spot(slot_of_row(row["slot"]), row["partner"]) for row in result.rows]
 
     # -- cleanup of stale rows ----------------------------------------------

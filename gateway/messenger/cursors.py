@@ -1,8 +1,11 @@
-"""The talk-partner cursor: the (slot, partner) place of a row in the owner's activity partition.
+"""The talk-partner cursor: a pair's exact place in the main view.
 
-Packed bytes (the slot's milliseconds, then the partner's login), URL-safe
-base64. A cursor that does not decode, or whose login is not one, is
-``BAD_USER_INPUT`` on ``after``.
+Packed bytes, URL-safe base64: a version byte, the slot's milliseconds, the last
+message's microseconds, then the partner's login. Cursors issued before the view
+was exact (the slot, then the login) are still read: they resume at the top of
+their slot, so a page may repeat a few partners of it but skips none. A cursor
+that does not decode, or whose numbers or login cannot be one, is
+``BAD_USER_INPUT`` on ``after`` (or ``before``).
 """
 
 from __future__ import annotations
@@ -11,56 +14,42 @@ import base64
 import binascii
 import struct
 
-from gateway.db.clock import micros_of
 from gateway.errors import BadUserInput
-from gateway.messenger.activity_store import Spot
-from gateway.messenger.records import PartnerRecord
-from gateway.messenger.store import PartnerPage
+from gateway.messenger.activity_store import Mark
 
+_VERSION = 2
+_MARK = struct.Struct(">Bqq")
 _SLOT = struct.Struct(">q")
 _LOGIN_MAX = 30
 #: A slot is milliseconds since the epoch, which a timestamp holds up to the year 9999.
 _SLOT_MAX = 253_402_300_799_999
+#: Microseconds past the start of a slot that are past any slot's end (a slot is at most days).
+_ABOVE_ANY_SLOT = 10**12
 
 
-def spot_cursor(spot: Spot) -> str:
-    return base64.urlsafe_b64encode(_SLOT.pack(spot.slot) + spot.partner.encode()).decode().rstrip("=")
+def mark_cursor(mark: Mark) -> str:
+    raw = _MARK.pack(_VERSION, mark.slot, mark.micros) + mark.partner.encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def spot_position(after: str | None) -> Spot | None:
-    """The place to resume after; None for the top."""
-    if after is None:
+def mark_position(cursor: str | None, field: str = "after") -> Mark | None:
+    """The place to resume from; None for the top (or the bottom, paging back)."""
+    if cursor is None:
         return None
+    invalid = BadUserInput(field, "Invalid cursor.")
     try:
-        raw = base64.urlsafe_b64decode(after.encode("ascii") + b"=" * (-len(after) % 4))
-        (slot,) = _SLOT.unpack(raw[: _SLOT.size])
-        partner = raw[_SLOT.size :].decode()
+        raw = base64.urlsafe_b64decode(cursor.encode("ascii") + b"=" * (-len(cursor) % 4))
+        if raw[:1] == bytes([_VERSION]):
+            _, slot, micros = _MARK.unpack(raw[: _MARK.size])
+            partner = raw[_MARK.size :].decode()
+        else:  # (slot, login): from the top of that slot
+            (slot,) = _SLOT.unpack(raw[: _SLOT.size])
+            if not raw[_SLOT.size :].decode():
+                raise invalid
+            # Above every message of that slot (and the slice starts at the slot itself).
+            partner, micros = "", slot * 1000 + _ABOVE_ANY_SLOT
     except (binascii.Error, UnicodeError, struct.error) as exc:
-        raise BadUserInput("after", "Invalid cursor.") from exc
-    if not 0 < len(partner) <= _LOGIN_MAX or partner != partner.lower() or not 0 <= slot <= _SLOT_MAX:
-        raise BadUserInput("after", "Invalid cursor.")
-    return Spot(slot, partner)
-
-
-def edges_by_recency(page: PartnerPage) -> list[tuple[str, PartnerRecord]]:
-    """The page ordered by the last message's time, each with its cursor.
-
-    The activity partition orders by slot only; within a slot the page is
-    ordered here. An edge's cursor is the furthest place in the partition of it
-    and the edges before it, so resuming from any edge repeats nothing already
-    shown, and the last edge's cursor is the page's end.
-    """
-    ordered = sorted(
-        range(len(page.items)),
-        key=lambda n: (-page.items[n][0].slot, -_micros_of_last(page.items[n][1])),
-    )
-    furthest = -1
-    edges: list[tuple[str, PartnerRecord]] = []
-    for n in ordered:
-        furthest = max(furthest, n)
-        edges.append((spot_cursor(page.items[furthest][0]), page.items[n][1]))
-    return edges
-
-
-def _micros_of_last(record: PartnerRecord) -> int:
-    return micros_of(record.last_message.id) if record.last_message else 0
+        raise invalid from exc
+    if not 0 <= slot <= _SLOT_MAX or micros < 0 or len(partner) > _LOGIN_MAX or partner != partner.lower():
+        raise invalid
+    return Mark(micros, partner, slot)

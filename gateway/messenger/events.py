@@ -6,6 +6,10 @@ recipient, so every open connection of either user hears of it (their other
 devices too) and nobody else's does. Rooms and contacts follow the same shape
 (``room:<name>:messages``, ``user:<login>:contacts``).
 
+Read receipts go to the user whose messages were read (``user:<login>:reads``),
+typing to the user being typed to (``user:<login>:typing``): neither is stored
+beyond the receipt's time in the reader's partner row.
+
 Events travel as JSON-ready dicts (``MessageRecord.to_event``), so a
 broker-backed :class:`~gateway.broker.pubsub.PubSub` can carry them unchanged.
 """
@@ -14,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
 
 from gateway.broker.pubsub import PubSub
 from gateway.messenger.records import MessageRecord
@@ -21,6 +27,23 @@ from gateway.messenger.records import MessageRecord
 
 def user_messages_channel(login: str) -> str:
     return f"user:{login}:messages"
+
+
+def receipts_channel(login: str) -> str:
+    return f"user:{login}:reads"
+
+
+def typing_channel(login: str) -> str:
+    return f"user:{login}:typing"
+
+
+def receipt_event(reader: str, owner: str, at: datetime) -> dict[str, Any]:
+    """``reader`` read their side of the conversation with ``owner`` at ``at``."""
+    return {"by": reader, "to": owner, "readAt": at.isoformat()}
+
+
+def typing_event(sender: str, recipient: str, typing: bool, at: datetime) -> dict[str, Any]:
+    return {"from": sender, "to": recipient, "typing": typing, "at": at.isoformat()}
 
 
 async def publish_message(pubsub: PubSub, message: MessageRecord) -> None:

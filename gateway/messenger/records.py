@@ -69,13 +69,15 @@ class LastMessage:
 
 @dataclass(frozen=True)
 class PartnerRecord:
-    """One talk partner of ``owner``: the last message and the unread state."""
+    """One talk partner of ``owner``: the last message, the unread state, the partner's receipt."""
 
     owner: str
     partner: str
     last_message: LastMessage | None
     unread: int
     unread_since: datetime | None
+    #: When ``partner`` last marked the conversation read (their read receipt).
+    partner_read_at: datetime | None = None
 
     @classmethod
     def empty(cls, owner: str, partner: str) -> PartnerRecord:

@@ -1,10 +1,12 @@
-"""The messenger's root fields: ``Me.talkPartners`` and ``Me.conversation``, sending and
-marking read, and the ``messageReceived`` subscription.
+"""The messenger's root fields: ``Me.talkPartners`` and ``Me.conversation``, sending,
+marking read and typing, and the ``messageReceived``, ``conversationRead`` and ``typing``
+subscriptions.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from functools import partial
 from typing import Annotated
 
 import strawberry
@@ -12,13 +14,16 @@ from strawberry.types import Info
 
 from gateway.errors import NotFound
 from gateway.graph.context import Context, context_of
-from gateway.graph.pagination import Connection, Edge, PageInfo, page_size
+from gateway.graph.live import Verdict
+from gateway.graph.pagination import Connection, Flag, page_request
 from gateway.messenger import rules
-from gateway.messenger.cursors import edges_by_recency, spot_cursor, spot_position
-from gateway.messenger.events import message_events
+from gateway.messenger.cursors import mark_cursor, mark_position
+from gateway.messenger.events import receipts_channel, typing_channel, user_messages_channel
+from gateway.messenger.records import MessageRecord
 from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
-from gateway.messenger.types import Conversation, DirectMessage, TalkPartner
+from gateway.messenger.types import Conversation, DirectMessage, ReadReceipt, TalkPartner, TypingEvent
+from gateway.messenger.typing import TypingExpiry
 from gateway.ratelimit.policy import Limit
 from gateway.users.loaders import user_loader
 
@@ -52,24 +57,32 @@ class MessengerMe:
         "never repeat them."
     )
     async def talk_partners(
-        self, info: Info, first: int | None = TALK_PARTNERS_PAGE, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = TALK_PARTNERS_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[TalkPartner]:
-        size = page_size(info, first, TALK_PARTNERS_PAGE)
-        page = (
-            await context_of(info)
-            .store(MessengerStore)
-            .partners_page(self.login, first=size, after=spot_position(after))
+        request = page_request(info, first, after, last, before, TALK_PARTNERS_PAGE)
+        cursor = mark_position(request.cursor, request.cursor_field)
+        store = context_of(info).store(MessengerStore)
+        page = await store.partners_page(
+            self.login, size=request.size, cursor=cursor, backward=request.backward
         )
-        edges = edges_by_recency(page)
-        nodes = await TalkPartner.list_of(info, [record for _, record in edges])
-        return Connection(
-            edges=[Edge(cursor=cursor, node=node) for (cursor, _), node in zip(edges, nodes, strict=True)],
-            page_info=PageInfo(
-                has_next_page=page.has_next,
-                end_cursor=spot_cursor(page.end) if page.end else None,
-                start_cursor=edges[0][0] if edges else None,
-            ),
-        )
+        items = page.items[::-1] if request.backward else page.items
+        nodes = await TalkPartner.list_of(info, [record for _, record in items])
+        edges = [(mark_cursor(mark), node) for (mark, _), node in zip(items, nodes, strict=True)]
+        beyond: Flag = False
+        if cursor is not None:
+            edge = (items[-1] if request.backward else items[0])[0] if items else cursor
+            login, backward = self.login, not request.backward
+
+            async def probe() -> bool:
+                return (await store.partners_page(login, size=0, cursor=edge, backward=backward)).more
+
+            beyond = probe
+        return Connection.paged(request, edges, page.more, beyond)
 
     @strawberry.field(description="Your conversation with `with` (empty when you never talked).")
     async def conversation(self, info: Info, with_: WithArgument) -> Conversation:
@@ -107,6 +120,20 @@ class MessengerMutation:
         record = await service(context).mark_read(viewer, partner)
         return TalkPartner.of(record)
 
+    @strawberry.mutation(
+        description="Tell `with` you are typing to them (`typing: false`: you stopped). Never stored; "
+        "it lapses by itself a few seconds after the last `typing: true` (6 unless the gateway is set "
+        "otherwise), so send it again every 2 or 3 seconds while the user types. Only a talk partner "
+        "hears it; true either way. Rate limited."
+    )
+    async def set_typing(self, info: Info, with_: WithArgument, typing: bool = True) -> bool:
+        context = context_of(info)
+        viewer = await context.require_viewer()
+        other = rules.other_login(with_, viewer, "with")
+        await context.rate_limit(Limit.TYPING, viewer)
+        await service(context).set_typing(viewer, other, typing)
+        return True
+
 
 @strawberry.type
 class MessengerSubscription:
@@ -116,7 +143,54 @@ class MessengerSubscription:
     async def message_received(self, info: Info) -> AsyncGenerator[DirectMessage, None]:
         context = context_of(info)
         login = await context.require_viewer()
-        async with message_events(context.pubsub, login) as messages:
-            async for message in messages:
-                context.fresh()
-                yield DirectMessage.of(message)
+        async with context.live.follow(user_messages_channel(login)) as follow:
+            await follow.go_live(
+                _every_message, _direct_message, viewer=login, token=context.token, per_viewer=True
+            )
+            async for message in follow.events():
+                yield message
+
+    @strawberry.subscription(
+        description="The read receipts of your talk partners: each time one marks your conversation "
+        "read with something unread in it."
+    )
+    async def conversation_read(self, info: Info) -> AsyncGenerator[ReadReceipt, None]:
+        context = context_of(info)
+        login = await context.require_viewer()
+        async with context.live.follow(receipts_channel(login)) as follow:
+            await follow.go_live(
+                _every_message, ReadReceipt.of_event, viewer=login, token=context.token, per_viewer=True
+            )
+            async for receipt in follow.events():
+                yield receipt
+
+    @strawberry.subscription(
+        description="Your talk partners starting and stopping typing to you; an indicator nobody "
+        "renews stops by itself after a few seconds."
+    )
+    async def typing(self, info: Info) -> AsyncGenerator[TypingEvent, None]:
+        context = context_of(info)
+        login = await context.require_viewer()
+        expiry = context.services.provided(TypingExpiry)
+        async with context.live.follow(typing_channel(login)) as follow:
+            await follow.go_live(
+                partial(_typing_news, expiry), TypingEvent.of_event, viewer=login, token=context.token
+            )
+            async for event in follow.events():
+                yield event
+
+
+def _typing_news(expiry: TypingExpiry, event: object) -> Verdict:
+    if not isinstance(event, dict):
+        return Verdict.SKIP
+    expiry.heard(event)
+    return Verdict.DELIVER
+
+
+def _every_message(event: object) -> Verdict:
+    """A user's own channel carries only messages to or from them."""
+    return Verdict.DELIVER if isinstance(event, dict) else Verdict.SKIP
+
+
+def _direct_message(event: dict[str, object]) -> DirectMessage:
+    return DirectMessage.of(MessageRecord.from_event(event))

@@ -25,10 +25,17 @@ a failure between steps 2 and 3 heals: the client's retry with the same
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from gateway.broker.pubsub import PubSub
 from gateway.db.clock import new_timeuuid, time_of
-from gateway.messenger.events import publish_message
+from gateway.messenger.events import (
+    publish_message,
+    receipt_event,
+    receipts_channel,
+    typing_channel,
+    typing_event,
+)
 from gateway.messenger.records import MessageRecord, PartnerRecord, conversation_id
 from gateway.messenger.store import MessengerStore
 
@@ -69,5 +76,27 @@ class MessengerService:
         return Sent(message, stored_now=True)
 
     async def mark_read(self, owner: str, partner: str) -> PartnerRecord:
-        """Everything unread from ``partner`` becomes read (``unread_store.py``)."""
-        return await self.store.unread.mark_read(await self.store.partner(owner, partner))
+        """Everything unread from ``partner`` becomes read (``unread_store.py``), and when
+        there was something, ``partner`` gets the read receipt.
+
+        The receipt is written before the count is zeroed: should the process stop
+        between the two, the count still shows unread, and the next mark writes the
+        receipt again; the other order could lose it for good (nothing unread, nothing
+        to mark)."""
+        record = await self.store.partner(owner, partner)
+        at = datetime.now(UTC)
+        receipt = record.unread > 0 and record.last_message is not None
+        if receipt:
+            await self.store.partner_read(partner, owner, at)
+        marked = await self.store.unread.mark_read(record)
+        if receipt and self.pubsub is not None:
+            await self.pubsub.publish(receipts_channel(partner), receipt_event(owner, partner, at))
+        return marked
+
+    async def set_typing(self, sender: str, recipient: str, typing: bool) -> None:
+        """Tell ``recipient`` that ``sender`` is typing to them (or stopped); nothing is
+        stored, and nothing is said to someone ``sender`` never talked with."""
+        if self.pubsub is None or not await self.store.talk_partners(sender, [recipient]):
+            return
+        event = typing_event(sender, recipient, typing, datetime.now(UTC))
+        await self.pubsub.publish(typing_channel(recipient), event)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 from gateway.db import clock, timeline
 from gateway.db.clock import micros_of
 from gateway.db.session import Database, Row
-from gateway.messenger.activity_store import ActivityIndex, Spot
+from gateway.messenger.activity_store import ActivityIndex, Mark, Spot
 from gateway.messenger.records import (
     LastMessage,
     MessageRecord,
@@ -23,7 +24,7 @@ from gateway.messenger.unread_store import UnreadLedger
 from gateway.settings import Settings
 
 _MESSAGE_COLUMNS = "message_id, sender, recipient, content, client_message_id"
-_PARTNER_COLUMNS = "partner, last_message, unread, unread_since"
+_PARTNER_COLUMNS = "partner, last_message, unread, unread_since, partner_read_at"
 
 _CONVERSATION = timeline.BucketedTimeline(
     items="direct_messages",
@@ -48,12 +49,11 @@ _LAST_MESSAGE = (
 
 @dataclass(frozen=True)
 class PartnerPage:
-    """A page of talk partners in scan order, each with its place in the activity partition."""
+    """A page of talk partners in the main view's exact order (most recent first), each
+    with its :class:`Mark`; ``more``: more lie past them in the direction read."""
 
-    items: list[tuple[Spot, PartnerRecord]]
-    has_next: bool
-    #: Where the next page starts: past the last row this page consumed.
-    end: Spot | None
+    items: list[tuple[Mark, PartnerRecord]]
+    more: bool
 
 
 class MessengerStore:
@@ -145,52 +145,93 @@ class MessengerStore:
         return _message(row) if row else None
 
     async def messages_page(
-        self, conversation: str, *, first: int, after: timeline.Position | None
-    ) -> timeline.Page[MessageRecord]:
-        """Newest first, across buckets (see :func:`gateway.db.timeline.read_page`)."""
-        return await _CONVERSATION.page(self.db, (conversation,), _message, first=first, after=after)
+        self, conversation: str, *, size: int, cursor: timeline.Position | None, backward: bool = False
+    ) -> timeline.Paged[MessageRecord]:
+        """Newest first, across buckets, either way (``BucketedTimeline.read``)."""
+        return await _CONVERSATION.read(
+            self.db, (conversation,), _message, size=size, cursor=cursor, backward=backward
+        )
 
     # -- talk partners ------------------------------------------------------
 
-    async def partners_page(self, owner: str, *, first: int, after: Spot | None) -> PartnerPage:
-        """``owner``'s talk partners from ``after`` on, most recent slot first.
+    async def partners_page(
+        self, owner: str, *, size: int, cursor: Mark | None, backward: bool = False
+    ) -> PartnerPage:
+        """``owner``'s talk partners after ``cursor`` (towards the top when ``backward``), in
+        the exact order of their last messages, whatever the slot size.
 
-        One slice of the activity partition (``first + 1 + PAGE_SLACK`` rows)
-        and one ``IN`` read of the pairs' rows; a row whose slot is not its
-        pair's current slot is skipped and deleted in the background, and when
-        such rows left the page short, the next slice is read (at most
-        ``MAX_SLICES_PER_PAGE``). Within a slot the order is the activity
-        partition's; the caller orders a page by the last message's time.
+        The activity partition orders pairs by slot, and by partner within a slot: exact
+        between slots, not within one. So a page reads one slice (``size + 1 +
+        PAGE_SLACK`` rows, from the cursor's own slot on) and orders each slot it holds
+        whole by the pairs' last messages, from one ``IN`` read of their rows. The slice's
+        last slot may go on past it: the next slice, if the page needs one, starts with
+        it; a slice that is all one such slot reads that slot whole instead. A row whose
+        slot is not its pair's current slot is skipped and deleted in the background;
+        when such rows leave a page short the next slice is read (at most
+        ``MAX_SLICES_PER_PAGE``). So a page costs a slice and an ``IN`` read, one read
+        more when one slot holds more than the page, whatever the number of partners
+        (and the last page of a list may read one empty slice to learn it is the last).
         """
-        if first == 0:
-            return PartnerPage([], bool(await self.activity.slice(owner, after, 1)), after)
-        found: list[tuple[Spot, PartnerRecord]] = []
-        position = after
-        limit = first + 1 + PAGE_SLACK
+        found: list[tuple[Mark, PartnerRecord]] = []
+        limit = size + 1 + PAGE_SLACK
+        slot = cursor.slot if cursor is not None else None
+        inclusive = True
         exhausted = False
         for _ in range(MAX_SLICES_PER_PAGE):
-            spots = await self.activity.slice(owner, position, limit)
+            spots = await self.activity.slice(owner, slot, limit, inclusive=inclusive, upward=backward)
             exhausted = len(spots) < limit
-            records = await self.partners_among(owner, [spot.partner for spot in spots])
-            stale: list[tuple[Spot, UUID]] = []
-            for spot in spots:
-                record = records[spot.partner]
-                last = record.last_message
-                if last is None:
-                    continue  # its send's batch is still landing
-                if self.activity.slot_of(last.id) == spot.slot:
-                    found.append((spot, record))
-                else:
-                    stale.append((spot, last.id))
-            self.activity.delete_stale(owner, stale)
-            if spots:
-                position = spots[-1]
-            if len(found) > first or exhausted:
+            cut = None if exhausted else spots[-1].slot
+            whole = [spot for spot in spots if spot.slot != cut]
+            if cut is not None and not whole:
+                # The slice is one slot that goes on past it: read that slot whole.
+                whole = await self.activity.slot_rows(owner, cut)
+                slot, inclusive = cut, False
+            elif cut is not None:
+                slot, inclusive = cut, True  # the next slice starts with the slot cut here
+            found += await self._ordered(owner, whole, cursor, backward)
+            if len(found) > size or exhausted:
                 break
-        items = found[:first]
-        has_next = len(found) > first or not exhausted
-        end = items[-1][0] if len(found) > first else position
-        return PartnerPage(items, has_next, end if has_next else (items[-1][0] if items else None))
+        return PartnerPage(found[:size], len(found) > size or not exhausted)
+
+    async def _ordered(
+        self, owner: str, spots: list[Spot], cursor: Mark | None, backward: bool
+    ) -> list[tuple[Mark, PartnerRecord]]:
+        """The current rows among ``spots`` (whole slots), in view order (reversed when
+        ``backward``), past ``cursor``; stale rows are deleted in the background."""
+        if not spots:
+            return []
+        records = await self.partners_among(owner, [spot.partner for spot in spots])
+        current: list[tuple[Mark, PartnerRecord]] = []
+        stale: list[tuple[Spot, UUID]] = []
+        for spot in spots:
+            record = records[spot.partner]
+            last = record.last_message
+            if last is None:
+                continue  # its send's batch is still landing
+            if self.activity.slot_of(last.id) != spot.slot:
+                stale.append((spot, last.id))
+                continue
+            mark = Mark(micros_of(last.id), spot.partner, spot.slot)
+            if cursor is None or (mark > cursor if backward else mark < cursor):
+                current.append((mark, record))
+        self.activity.delete_stale(owner, stale)
+        current.sort(key=lambda item: item[0], reverse=not backward)
+        return current
+
+    async def talk_partners(self, owner: str, others: Iterable[str]) -> set[str]:
+        """Of ``others``, those ``owner`` has a conversation with (one read)."""
+        rows = await self.partners_among(owner, others)
+        return {login for login, record in rows.items() if record.last_message is not None}
+
+    async def partner_read(self, owner: str, partner: str, at: datetime) -> None:
+        """``partner`` marked their side of the conversation with ``owner`` read at ``at``:
+        the receipt in ``owner``'s row (one plain write; the row exists, both sides of a
+        conversation have one)."""
+        await self.db.execute(
+            "UPDATE talk_partners SET partner_read_at = ?"
+            " WHERE owner = ? AND row_kind = 0 AND partner = ? AND client_message_id = ''",
+            (at, owner, partner),
+        )
 
     async def partner(self, owner: str, partner: str) -> PartnerRecord:
         """``owner``'s row for ``partner``; an empty one when they never talked."""
@@ -235,4 +276,5 @@ def _partner(owner: str, row: Row) -> PartnerRecord:
         last_message=LastMessage(id=last[0], sender=last[1], content=last[2]) if last else None,
         unread=unread,
         unread_since=clock.utc(row["unread_since"]) if unread and row["unread_since"] else None,
+        partner_read_at=clock.utc(row["partner_read_at"]) if row["partner_read_at"] else None,
     )

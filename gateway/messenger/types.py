@@ -11,21 +11,25 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from operator import attrgetter
 from typing import Any, cast
+from uuid import UUID
 
 import strawberry
 from strawberry.types import Info
 
+from gateway.errors import NotFound
 from gateway.graph.context import context_of
 from gateway.graph.cost import text_bound
+from gateway.graph.live import viewer_dependent
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
-from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.pagination import Connection, decode_position, page_request, position_cursor
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.messenger import rules
 from gateway.messenger.loaders import partner_loader
 from gateway.messenger.records import MessageRecord, PartnerRecord, conversation_id
 from gateway.messenger.store import MessengerStore
-from gateway.users.types import Prefetched, User, prefetched_user_field, users_by_login
+from gateway.users.loaders import user_loader
+from gateway.users.types import Prefetched, User, load_user, prefetched_user_field, users_by_login
 
 MESSAGES_PAGE = 50
 
@@ -41,8 +45,13 @@ def _read_client_message_id(message: DirectMessage) -> Any:
     return NOT_READ if viewer is None else _key_for(message, viewer)
 
 
+def _message_id(self: DirectMessage) -> strawberry.ID:
+    record = self._record
+    return global_id("DirectMessage", record.conversation_id, str(record.id))
+
+
 @strawberry.type(description="A message between two users.")
-class DirectMessage:
+class DirectMessage(Node):
     """Fields are read from the stored message when the query selects them (a page
     of 50 made every id and moment before, selected or not).
 
@@ -66,7 +75,7 @@ class DirectMessage:
     async def _client_message_id_for_viewer(self, info: Info) -> str | None:
         return _key_for(self, await context_of(info).viewer())
 
-    id: strawberry.ID = source_field("_record.id", str)
+    id: strawberry.ID = computed_field(_message_id, description=ID_DESCRIPTION)
     content: str = source_field("_record.content", metadata=text_bound(rules.CONTENT_MAX))
     sent_at: datetime = source_field("_record.sent_at")
     conversation_id: strawberry.ID = source_field(
@@ -79,8 +88,30 @@ class DirectMessage:
         graphql_type=str | None,
         description="The key the sender's client sent it with (to match an optimistic update); "
         "null for anyone but the sender.",
-        metadata=plain_reader(_read_client_message_id),
+        metadata={**plain_reader(_read_client_message_id), **viewer_dependent()},
     )
+
+    @strawberry.field(
+        description="Your conversation it belongs to, with its unread count and newest messages as they "
+        "stand now: a normalised cache updates from the message alone.",
+        metadata=viewer_dependent(),
+    )
+    async def conversation(self, info: Info) -> Conversation:
+        viewer = await context_of(info).require_viewer()
+        return Conversation.between(viewer, self._other(viewer))
+
+    @strawberry.field(
+        description="Your talk-partner row for the other user as it stands now (last message, unread).",
+        metadata=viewer_dependent(),
+    )
+    async def talk_partner(self, info: Info) -> TalkPartner:
+        viewer = await context_of(info).require_viewer()
+        record = await context_of(info).loader(partner_loader).load((viewer, self._other(viewer)))
+        return TalkPartner.of(record)
+
+    def _other(self, viewer: str) -> str:
+        record = self._record
+        return record.recipient if viewer == record.sender else record.sender
 
     @classmethod
     def of(cls, record: MessageRecord, users: Prefetched = None, viewer: str | None = None) -> DirectMessage:
@@ -106,7 +137,7 @@ def _partner_row_field(attribute: str, graphql_type: Any, description: str) -> A
 
 
 @strawberry.type(description="Your conversation with one other user.")
-class Conversation:
+class Conversation(Node):
     """Reached from a talk partner, it holds the partner's row and users the list
     loaded: its fields answer on the plain-fields path. Reached alone, they load."""
 
@@ -122,12 +153,17 @@ class Conversation:
         cls, owner: str, partner: str, state: PartnerRecord | None = None, users: Prefetched = None
     ) -> Conversation:
         return cls(
-            id=strawberry.ID(conversation_id(owner, partner)),
+            id=global_id("Conversation", owner, partner),
             _owner=owner,
             _partner=partner,
             _state=state,
             _users=users,
         )
+
+    @property
+    def _key(self) -> str:
+        """The conversation's partitions' key: the two logins, smaller first."""
+        return conversation_id(self._owner, self._partner)
 
     async def _unread(self, info: Info) -> PartnerRecord:
         if self._state is None:
@@ -137,7 +173,9 @@ class Conversation:
     async def _loaded(self, info: Info, get: Callable[[PartnerRecord], Any]) -> Any:
         return get(await self._unread(info))
 
-    id: strawberry.ID = strawberry.field(description="`smaller:bigger` of the two logins.")
+    id: strawberry.ID = strawberry.field(
+        description=f"{ID_DESCRIPTION} Yours: the other user's view of it has another id."
+    )
     with_: User | Awaitable[User] = prefetched_user_field(
         lambda c: c._partner, name="with", description="The other user."
     )
@@ -147,17 +185,28 @@ class Conversation:
     unread_since: datetime | Awaitable[datetime | None] | None = _partner_row_field(
         "unread_since", datetime | None, "When the oldest unread message arrived; null when all is read."
     )
+    partner_read_at: datetime | Awaitable[datetime | None] | None = _partner_row_field(
+        "partner_read_at",
+        datetime | None,
+        "When the other user last marked the conversation read (your messages sent before it were "
+        "read); null when they never have. The `conversationRead` subscription tells of each change.",
+    )
 
     @strawberry.field(description="Newest first.")
     async def messages(
-        self, info: Info, first: int | None = MESSAGES_PAGE, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = MESSAGES_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[DirectMessage]:
-        size = page_size(info, first, MESSAGES_PAGE)
-        position = decode_position(after)
+        request = page_request(info, first, after, last, before, MESSAGES_PAGE)
+        position = decode_position(request.cursor, request.cursor_field)
         page = (
             await context_of(info)
             .store(MessengerStore)
-            .messages_page(str(self.id), first=size, after=position)
+            .messages_page(self._key, size=request.size, cursor=position, backward=request.backward)
         )
         # Who is asking, once for the page, when its messages show their senders' keys.
         viewer = await context_of(info).viewer() if page.items and selects(info, "clientMessageId") else None
@@ -166,10 +215,8 @@ class Conversation:
             users = await users_by_login(
                 info, {login for _, r in page.items for login in (r.sender, r.recipient)}
             )
-        return Connection.of(
-            [(position_cursor(at), DirectMessage.of(record, users, viewer)) for at, record in page.items],
-            page.has_next,
-        )
+        edges = [(position_cursor(at), DirectMessage.of(record, users, viewer)) for at, record in page.items]
+        return Connection.paged(request, edges, page.more, page.beyond)
 
 
 def _talk_partner_id(self: TalkPartner) -> strawberry.ID:
@@ -188,7 +235,10 @@ def _last_message_at(self: TalkPartner) -> datetime | None:
 
 def _last_message_id(self: TalkPartner) -> strawberry.ID | None:
     last = self._record.last_message
-    return strawberry.ID(str(last.id)) if last else None
+    if last is None:
+        return None
+    pair = conversation_id(self._record.owner, self._record.partner)
+    return global_id("DirectMessage", pair, str(last.id))
 
 
 def _conversation(self: TalkPartner) -> Conversation:
@@ -209,7 +259,9 @@ class TalkPartner(Node):
     partner: User | Awaitable[User] = prefetched_user_field(lambda p: p._record.partner)
     last_message: str | None = computed_field(_last_message, metadata=text_bound(rules.CONTENT_MAX))
     last_message_at: datetime | None = computed_field(_last_message_at)
-    last_message_id: strawberry.ID | None = computed_field(_last_message_id)
+    last_message_id: strawberry.ID | None = computed_field(
+        _last_message_id, description="The `id` of the last message (a `DirectMessage`)."
+    )
     last_message_sender: User | Awaitable[User | None] | None = prefetched_user_field(
         lambda p: p._record.last_message.sender if p._record.last_message else None,
         optional=True,
@@ -238,6 +290,63 @@ class TalkPartner(Node):
         return [cls.of(record, users) for record in records]
 
 
+@strawberry.type(description="The other user read your conversation (`markConversationRead`).")
+class ReadReceipt:
+    _reader: strawberry.Private[str]
+    _owner: strawberry.Private[str]
+    read_at: datetime = strawberry.field(
+        description="When they read it: your messages sent before it were read."
+    )
+
+    @strawberry.field(description="Who read it.")
+    async def by(self, info: Info) -> User:
+        return await _existing_user(info, self._reader)
+
+    @strawberry.field(
+        description="Your conversation with them, as it stands now (`partnerReadAt` is `readAt`).",
+        metadata=viewer_dependent(),
+    )
+    def conversation(self) -> Conversation:
+        return Conversation.between(self._owner, self._reader)
+
+    @classmethod
+    def of_event(cls, event: dict[str, Any]) -> ReadReceipt:
+        return cls(
+            _reader=str(event["by"]),
+            _owner=str(event["to"]),
+            read_at=datetime.fromisoformat(str(event["readAt"])),
+        )
+
+
+@strawberry.type(description="A talk partner started or stopped typing to you.")
+class TypingEvent:
+    _sender: strawberry.Private[str]
+    typing: bool = strawberry.field(
+        description="true while they type; false when they stop, or when their client has not "
+        "renewed it for a few seconds."
+    )
+    at: datetime = strawberry.field(description="When it started or stopped.")
+
+    @strawberry.field(name="from", description="Who is typing.")
+    async def from_(self, info: Info) -> User:
+        return await _existing_user(info, self._sender)
+
+    @classmethod
+    def of_event(cls, event: dict[str, Any]) -> TypingEvent:
+        return cls(
+            _sender=str(event["from"]),
+            typing=bool(event["typing"]),
+            at=datetime.fromisoformat(str(event["at"])),
+        )
+
+
+async def _existing_user(info: Info, login: str) -> User:
+    found = await load_user(info, login)
+    if found is None:
+        raise NotFound(f"No user '{login}'.")
+    return found
+
+
 async def talk_partner_node(info: Info, owner: str, partner: str) -> TalkPartner | None:
     """``node``'s lookup of a ``TalkPartner`` global id: only the owner's own, and
     only someone the owner has talked with."""
@@ -245,3 +354,27 @@ async def talk_partner_node(info: Info, owner: str, partner: str) -> TalkPartner
         return None
     record = await context_of(info).loader(partner_loader).load((owner, partner))
     return TalkPartner.of(record) if record.last_message is not None else None
+
+
+async def conversation_node(info: Info, owner: str, partner: str) -> Conversation | None:
+    """``node``'s lookup of a ``Conversation`` global id: only the owner's own, with a user
+    who exists."""
+    context = context_of(info)
+    if await context.viewer() != owner or await context.loader(user_loader).load(partner) is None:
+        return None
+    return Conversation.between(owner, partner)
+
+
+async def direct_message_node(info: Info, smaller: str, bigger: str, message_id: str) -> DirectMessage | None:
+    """``node``'s lookup of a ``DirectMessage`` global id: only for one of the two users."""
+    context = context_of(info)
+    if await context.viewer() not in (smaller, bigger):
+        return None
+    try:
+        key = UUID(message_id)
+    except ValueError:
+        return None
+    if key.version != 1:
+        return None
+    record = await context.store(MessengerStore).message(conversation_id(smaller, bigger), key)
+    return DirectMessage.of(record) if record is not None else None

@@ -35,6 +35,10 @@ class Limit(enum.Enum):
     SEND = "rate_sends"
     #: uploadContacts and emails with attachments per user.
     UPLOAD = "rate_uploads"
+    #: setPresenceVisible per user.
+    PRESENCE = "rate_presence"
+    #: setTyping per user.
+    TYPING = "rate_typing"
     #: verification codes requested per user.
     VERIFICATION_REQUEST = "rate_verification_requests"
     #: wrong verification codes per user.

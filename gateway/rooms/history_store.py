@@ -18,7 +18,7 @@ from gateway.db.clock import new_timeuuid
 from gateway.db.session import Database, Row
 from gateway.db.timeline import (
     BucketedTimeline,
-    Page,
+    Paged,
     Position,
     bucket_of_timeuuid,
     validate_granularity,
@@ -94,13 +94,16 @@ class RoomHistory:
         return self._record(room_name, room_id, row) if row else None
 
     async def page(
-        self, room_name: str, room_id: UUID, *, first: int, after: Position | None
-    ) -> Page[RoomMessageRecord]:
-        """``first`` messages newest first, continuing after ``after`` (bucket, message id)."""
-        if first == 0:
-            return Page(items=[], has_next=False)
-        return await _HISTORY.page(
-            self.db, (room_id,), lambda row: self._record(room_name, room_id, row), first=first, after=after
+        self, room_name: str, room_id: UUID, *, size: int, cursor: Position | None, backward: bool = False
+    ) -> Paged[RoomMessageRecord]:
+        """``size`` messages, newest first, from ``cursor`` either way (bucket, message id)."""
+        return await _HISTORY.read(
+            self.db,
+            (room_id,),
+            lambda row: self._record(room_name, room_id, row),
+            size=size,
+            cursor=cursor,
+            backward=backward,
         )
 
     async def erase(self, room_id: UUID) -> None:

@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 
 #: Participant rows read per round trip by a deletion's clean-up.
 CLEANUP_PAGE = 100
+#: Most (room, login) pairs one read of room mates asks Cassandra about.
+ROOM_MATE_PAIRS = 1000
 #: Stale ``user_rooms`` rows a process deletes in the background at once; more
 #: found meanwhile are left for a later read to find again.
 MAX_PENDING_REPAIRS = 1000
@@ -187,6 +189,33 @@ class MemberStore:
             )
         rows = [UserRoom(login, row["room_name"], row["room_id"]) for row in result.rows]
         return UserRoomSlice(rows[:first], len(rows) > first)
+
+    async def room_mates(self, login: str, others: Iterable[str]) -> set[str]:
+        """Of ``others``, those in a room ``login`` is in: one read of ``login``'s rooms (at
+        most ``ROOMS_PER_USER_MAX`` rows), then reads of those rooms' rows of ``others``,
+        each asking for at most :data:`ROOM_MATE_PAIRS` (room, login) pairs (one read for
+        a user in 10 rooms asking of 100 users), run concurrently."""
+        wanted = sorted(set(others) - {login})
+        if not wanted:
+            return set()
+        limit = self.settings.rooms_per_user_max
+        mine = await self.db.execute(
+            "SELECT room_id FROM user_rooms WHERE login = ? LIMIT ?", (login, limit), fetch_size=limit
+        )
+        rooms = sorted({row["room_id"] for row in mine.rows})
+        step = max(1, ROOM_MATE_PAIRS // len(wanted))
+
+        async def among(chunk: list[UUID]) -> set[str]:
+            pairs = len(chunk) * len(wanted)
+            found = await self.db.execute(
+                "SELECT login FROM room_participants WHERE room_id IN ? AND login IN ? LIMIT ?",
+                (chunk, wanted, pairs),
+                fetch_size=pairs + 1,
+            )
+            return {row["login"] for row in found.rows}
+
+        found = await asyncio.gather(*(among(rooms[at : at + step]) for at in range(0, len(rooms), step)))
+        return set().union(*found)
 
     # -- a deleted room ------------------------------------------------------------
 

@@ -5,12 +5,15 @@ room mutations and the live ``roomMessages`` subscription.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from functools import partial
+from uuid import UUID
 
 import strawberry
 from strawberry.types import Info
 
 from gateway.errors import Forbidden, NotFound
 from gateway.graph.context import Context, context_of
+from gateway.graph.live import Verdict
 from gateway.graph.pagination import Connection, page_size
 from gateway.ratelimit.policy import Limit
 from gateway.rooms import rules
@@ -124,30 +127,34 @@ class RoomSubscription:
         context = context_of(info)
         name = rules.room_name(room, "room")
         # Registered before any await, so nothing posted during the checks is missed.
-        async with context.pubsub.subscribe(room_channel(name)) as events:
+        async with context.live.follow(room_channel(name)) as follow:
             viewer = await context.require_viewer()
             record = await context.store(RoomStore).get(name)
             if record is None:
                 raise NotFound(f"No room '{name}'.", field="room")
-            members = context.store(MemberStore)
-            if not await members.is_participant(record.id, viewer):
+            if not await context.store(MemberStore).is_participant(record.id, viewer):
                 raise Forbidden(f"Join '{name}' to follow its messages.", field="room")
-            async for event in events:
-                if not isinstance(event, RoomEvent):
-                    continue
-                # Another incarnation of the name means this room was deleted. For this one,
-                # a leave or deletion whose own event never reached this process (another
-                # gateway, a lost broker message) shows in the participant row, read before
-                # every delivery but the viewer's last (their own leave, the deletion).
-                if event.room.id != record.id:
-                    return
-                last = event.ends_subscription_of(viewer)
-                if not last and not await members.is_participant(record.id, viewer):
-                    return
-                context.fresh()
-                yield RoomMessage.of(event.message, Room.of(event.room))
-                if last:
-                    return
+            await follow.go_live(
+                partial(_room_verdict, record.id, viewer), _room_message, viewer=viewer, token=context.token
+            )
+            async for message in follow.events():
+                yield message
+
+
+def _room_verdict(room_id: UUID, viewer: str, event: object) -> Verdict:
+    """Who receives a room's event is known before it arrives: the participant who
+    subscribed, until their own leave or the room's deletion (delivered, then the end),
+    or another incarnation of the name (this room is gone: the end). A leave or deletion
+    lost with the broker's connection ends the subscription with the connection."""
+    if not isinstance(event, RoomEvent):
+        return Verdict.SKIP
+    if event.room.id != room_id:
+        return Verdict.END
+    return Verdict.DELIVER_THEN_END if event.ends_subscription_of(viewer) else Verdict.DELIVER
+
+
+def _room_message(event: RoomEvent) -> RoomMessage:
+    return RoomMessage.of(event.message, Room.of(event.room))
 
 
 @strawberry.type

@@ -15,8 +15,9 @@ from strawberry.types import Info
 from gateway.errors import BadUserInput, Forbidden
 from gateway.graph.context import context_of
 from gateway.graph.cost import text_bound
+from gateway.graph.live import viewer_dependent
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
-from gateway.graph.pagination import Connection, decode_position, page_size, position_cursor
+from gateway.graph.pagination import Connection, decode_position, page_request, page_size, position_cursor
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.rooms import rules
@@ -116,35 +117,48 @@ class Room(Node):
 
     @strawberry.field(
         description="Newest first. Participants only: FORBIDDEN for others, UNAUTHENTICATED when "
-        "signed out. Includes system messages (joins, leaves)."
+        "signed out. Includes system messages (joins, leaves).",
+        metadata=viewer_dependent(),
     )
     async def messages(
-        self, info: Info, first: int | None = MESSAGES_PAGE, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = MESSAGES_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Connection[RoomMessage]:
         context = context_of(info)
-        size = page_size(info, first, MESSAGES_PAGE)
-        position = decode_position(after)
+        request = page_request(info, first, after, last, before, MESSAGES_PAGE)
+        position = decode_position(request.cursor, request.cursor_field)
         viewer = await context.require_viewer()
         if not await context.store(MemberStore).is_participant(self._record.id, viewer):
             raise Forbidden(f"Join '{self.name}' to read its messages.")
-        page = await context.store(RoomHistory).page(self.name, self._record.id, first=size, after=position)
+        page = await context.store(RoomHistory).page(
+            self.name, self._record.id, size=request.size, cursor=position, backward=request.backward
+        )
         authors = None
         if selects(info, "author"):
             authors = await users_by_login(info, (m.author_login for _, m in page.items if m.author_login))
         room = Room.of(self._record)
-        return Connection.of(
-            [(position_cursor(pos), RoomMessage.of(message, room, authors)) for pos, message in page.items],
-            page.has_next,
-        )
+        edges = [
+            (position_cursor(pos), RoomMessage.of(message, room, authors)) for pos, message in page.items
+        ]
+        return Connection.paged(request, edges, page.more, page.beyond)
+
+
+def _room_message_id(self: RoomMessage) -> strawberry.ID:
+    record = self._record
+    return global_id("RoomMessage", record.room_name, str(record.room_id), str(record.id))
 
 
 @strawberry.type(description="A message in a room; system messages (joins, leaves) have no author.")
-class RoomMessage:
+class RoomMessage(Node):
     """Fields are read from the stored message when the query selects them, and resolve
     on the plain-fields path."""
 
     _record: strawberry.Private[RoomMessageRecord]
-    id: strawberry.ID = source_field("_record.id", str)
+    id: strawberry.ID = computed_field(_room_message_id, description=ID_DESCRIPTION)
     content: str = source_field("_record.content", metadata=text_bound(rules.CONTENT_MAX))
     system_message: bool = source_field("_record.system_message")
     posted_at: datetime = source_field("_record.posted_at")
@@ -171,3 +185,21 @@ async def room_node(info: Info, name: str) -> Room | None:
         return None
     record = await context_of(info).loader(room_loader).load(key)
     return Room.of(record) if record else None
+
+
+async def room_message_node(info: Info, name: str, room_id: str, message_id: str) -> RoomMessage | None:
+    """``node``'s lookup of a ``RoomMessage`` global id: for the room's participants, while
+    the room is the one the message was posted in (not a later room of the same name)."""
+    try:
+        room_key, message_key = UUID(room_id), UUID(message_id)
+    except ValueError:
+        return None
+    context = context_of(info)
+    room = await room_node(info, name)
+    viewer = await context.viewer()
+    if room is None or viewer is None or room._record.id != room_key or message_key.version != 1:
+        return None
+    if not await context.store(MemberStore).is_participant(room_key, viewer):
+        return None
+    record = await context.store(RoomHistory).message(name, room_key, message_key)
+    return RoomMessage.of(record, room) if record is not None else None

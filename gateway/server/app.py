@@ -20,6 +20,7 @@ from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
 from gateway.errors import RateLimited
 from gateway.graph.context import Context, Services
+from gateway.graph.executor_internals import graphql_schema
 from gateway.graph.limits import QueryLimits
 from gateway.http.auth import bearer_token
 from gateway.http.batch import BatchBudget
@@ -84,6 +85,7 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView[Context, None]):
             heartbeat=settings.ws_keep_alive_seconds,
             # A message is held whole like a JSON body, so it has the same limit (close 1009).
             max_msg_size=settings.max_json_bytes,
+            compress=settings.ws_compression,
         )
         await response.prepare(request)
         request[UPGRADED] = True
@@ -217,8 +219,9 @@ def create_app(
     app[READY] = asyncio.Event()
     app[DRAIN] = drain
     limits = QueryLimits.of(settings)
+    core_schema = graphql_schema(composition.schema)
     app[ENDPOINT] = Endpoint(
-        composition.schema._schema,
+        core_schema,
         limits,
         settings.max_tokens,
         settings.max_json_bytes,
@@ -226,6 +229,8 @@ def create_app(
     )
     metrics = install_metrics(app, Exposure(settings.metrics_open, settings.metrics_token))
     services.metrics = metrics
+    if services.live is not None:
+        services.live.on_delivered = metrics.delivered
     metrics.set_broker_state(services.pubsub.state)
     if isinstance(services.pubsub, RedisPubSub):
         services.pubsub.state_listener = metrics.set_broker_state

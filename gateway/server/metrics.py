@@ -134,6 +134,16 @@ class GatewayMetrics:
             registry=r,
         )
         self.broker_up.set(1)
+        self.deliveries = Counter(
+            "gateway_subscription_deliveries",
+            "Subscription results written to sockets by the live hub",
+            registry=r,
+        )
+        self.delivery_statements = Counter(
+            "gateway_subscription_delivery_cql_statements",
+            "CQL statements run to deliver subscription events (per event and selection, never per socket)",
+            registry=r,
+        )
         self.http_requests = Counter(
             "gateway_http_requests", "HTTP requests, by route and status", ["route", "status"], registry=r
         )
@@ -152,6 +162,12 @@ class GatewayMetrics:
             self.statements.inc(statements)
         if lwt_retries:
             self.lwt_retries.inc(lwt_retries)
+
+    def delivered(self, deliveries: int, statements: int) -> None:
+        """One event delivered by the live hub (``gateway.graph.live``)."""
+        self.deliveries.inc(deliveries)
+        if statements:
+            self.delivery_statements.inc(statements)
 
     def subscription_started(self) -> None:
         self.subscriptions.inc()

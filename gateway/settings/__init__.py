@@ -394,6 +394,29 @@ class Settings:
         group=SOCKETS,
         bounds=POSITIVE,
     )
+    ws_send_buffer_bytes: int = setting(
+        "GATEWAY_WS_SEND_BUFFER_BYTES",
+        1024 * 1024,
+        "bytes of subscription results that may wait in one WebSocket's send buffer; a socket whose "
+        "peer falls further behind is cut off (close 1013, then dropped) instead of buffered",
+        group=SOCKETS,
+        bounds=POSITIVE,
+    )
+    ws_compression: bool = setting(
+        "GATEWAY_WS_COMPRESSION",
+        False,
+        "offer per-message deflate on WebSockets (off: every socket's frames of one event are the same "
+        "bytes, written without compressing each)",
+        group=SOCKETS,
+    )
+    presence_ttl_seconds: float = setting(
+        "GATEWAY_PRESENCE_TTL_SECONDS",
+        30.0,
+        "with a broker: how long a process's claim that a user is online lasts unrenewed (renewed every "
+        "third of it), so the users of a process that dies show offline within this",
+        group=SOCKETS,
+        bounds=POSITIVE,
+    )
 
     session_ttl_days: float = setting(
         "GATEWAY_SESSION_TTL_DAYS",
@@ -475,6 +498,20 @@ class Settings:
         "GATEWAY_RATE_SENDS",
         "120/m",
         "`sendMessage`, `postRoomMessage` and `sendEmail` together, per user",
+        group=RATES,
+        check=rate_problem,
+    )
+    rate_presence: str = setting(
+        "GATEWAY_RATE_PRESENCE",
+        "30/m",
+        "`setPresenceVisible`, per user",
+        group=RATES,
+        check=rate_problem,
+    )
+    rate_typing: str = setting(
+        "GATEWAY_RATE_TYPING",
+        "60/m",
+        "`setTyping`, per user",
         group=RATES,
         check=rate_problem,
     )
@@ -569,6 +606,13 @@ class Settings:
         "most participants a room may have; the next join is `CONFLICT`",
         group=MESSENGER,
         aliases=("ROOM_MAX_PARTICIPANTS",),
+        bounds=POSITIVE,
+    )
+    typing_seconds: float = setting(
+        "GATEWAY_TYPING_SECONDS",
+        6.0,
+        "how long a `setTyping(typing: true)` holds without renewal before subscribers hear `typing: false`",
+        group=MESSENGER,
         bounds=POSITIVE,
     )
     rooms_per_user_max: int = setting(

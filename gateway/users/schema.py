@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncGenerator
+from typing import Any
+
 import strawberry
 from strawberry.types import Info
 
+from gateway.errors import NotFound
 from gateway.graph import validation
 from gateway.graph.context import Context, context_of
+from gateway.graph.errors import QueryTooComplex
+from gateway.graph.live import Verdict
 from gateway.ratelimit.policy import Limit
 from gateway.users import rules
+from gateway.users.presence import Presence, PresenceState, presence_channel
 from gateway.users.records import SessionRecord, UserRecord
 from gateway.users.service import AccountService, NewAccount
 from gateway.users.store import SessionStore, UserStore
-from gateway.users.types import AuthPayload, User, user_node
+from gateway.users.types import AuthPayload, PresenceView, User, load_user, user_node
 
 
 def service(context: Context) -> AccountService:
@@ -37,6 +45,10 @@ class ProfileInput:
     lastname: str | None = strawberry.UNSET
     email: str | None = strawberry.UNSET
     bio: str | None = strawberry.UNSET
+
+
+#: The most users one presenceChanged subscription may watch.
+MAX_WATCHED = 100
 
 
 def _signed_in(context: Context, record: UserRecord, session: SessionRecord) -> AuthPayload:
@@ -109,3 +121,81 @@ class UserMutation:
         if input.bio is not strawberry.UNSET:
             changes["bio"] = rules.bio(input.bio)
         return User.of(await service(context).update_profile(login, changes))
+
+
+@strawberry.type(description="A user's presence as it stands when you subscribe, then each change.")
+class PresenceEvent:
+    _login: strawberry.Private[str]
+    presence: PresenceView
+
+    @strawberry.field(description="Whose presence.")
+    async def user(self, info: Info) -> User:
+        found = await load_user(info, self._login)
+        if found is None:
+            raise NotFound(f"No user '{self._login}'.")
+        return found
+
+
+@strawberry.type
+class PresenceMutation:
+    @strawberry.mutation(
+        description="false: appear offline to everyone (your sockets stay open, nobody sees you online); "
+        "true: show your presence again. Rate limited."
+    )
+    async def set_presence_visible(self, info: Info, visible: bool) -> bool:
+        context = context_of(info)
+        login = await context.require_viewer()
+        await context.rate_limit(Limit.PRESENCE, login)
+        await context.services.provided(Presence).set_visible(login, visible)
+        return visible
+
+
+@strawberry.type
+class UserSubscription:
+    @strawberry.subscription(
+        description=f"The presence of up to {MAX_WATCHED} users: first as it stands, then each change. "
+        "Users whose presence you may not see (not yourself, a talk partner or a room mate) are never "
+        "reported. More than 100 logins is QUERY_TOO_COMPLEX."
+    )
+    async def presence_changed(self, info: Info, logins: list[str]) -> AsyncGenerator[PresenceEvent, None]:
+        context = context_of(info)
+        if len(logins) > MAX_WATCHED:
+            raise QueryTooComplex(f"`logins` may name at most {MAX_WATCHED} users.", field="logins")
+        wanted = list(dict.fromkeys(validation.login(login, "logins") for login in logins))
+        viewer = await context.require_viewer()
+        presence = context.services.provided(Presence)
+        visible = sorted(await presence.visible_to(viewer, wanted))
+        if not visible:
+            await asyncio.Event().wait()  # nothing to tell, ever: held until the client ends it
+        async with context.live.follow(*(presence_channel(login) for login in visible)) as follow:
+            states = await presence.states(visible)
+            for login in visible:
+                yield PresenceEvent(_login=login, presence=PresenceView.of(states[login]))
+            with presence.watching(visible, states):
+                verdict = _PresenceNews(presence, {login: states[login].online for login in visible})
+                await follow.go_live(verdict, _presence_event, viewer=viewer, token=context.token)
+                async for event in follow.events():
+                    yield event
+
+
+class _PresenceNews:
+    """One subscription's verdicts: a watched user's change, once (the announcement of a
+    change the subscription's first answer already told is skipped)."""
+
+    def __init__(self, presence: Presence, told: dict[str, bool]) -> None:
+        self.presence = presence
+        self.told = told
+
+    def __call__(self, event: Any) -> Verdict:
+        if not isinstance(event, dict) or event.get("login") not in self.told:
+            return Verdict.SKIP
+        login, online = str(event["login"]), bool(event.get("online"))
+        self.presence.heard(login, online)
+        if self.told[login] is online:
+            return Verdict.SKIP
+        self.told[login] = online
+        return Verdict.DELIVER
+
+
+def _presence_event(event: dict[str, Any]) -> PresenceEvent:
+    return PresenceEvent(_login=str(event["login"]), presence=PresenceView.of(PresenceState.of_event(event)))

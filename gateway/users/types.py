@@ -20,15 +20,31 @@ from strawberry.types import Info
 from gateway.errors import NotFound
 from gateway.graph.context import context_of
 from gateway.graph.cost import text_bound
+from gateway.graph.live import viewer_dependent
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
 from gateway.users import rules
-from gateway.users.loaders import user_loader
+from gateway.users.loaders import presence_loader, user_loader
+from gateway.users.presence import PresenceState
 from gateway.users.records import UserRecord
 
 
 def _user_id(self: User) -> strawberry.ID:
     return global_id("User", self.login)
+
+
+@strawberry.type(name="Presence", description="Whether a user is online, and when they were last seen.")
+class PresenceView:
+    online: bool = strawberry.field(
+        description="While any of the user's signed-in WebSockets is open, on any gateway process."
+    )
+    last_seen_at: datetime | None = strawberry.field(
+        description="When their last socket closed; null while online or when never seen."
+    )
+
+    @classmethod
+    def of(cls, state: PresenceState) -> PresenceView:
+        return cls(online=state.online, last_seen_at=state.last_seen_at)
 
 
 @strawberry.type(description="A registered user.")
@@ -45,10 +61,19 @@ class User(Node):
     created_at: datetime
     _email: strawberry.Private[str]
 
-    @strawberry.field(description="Only on yourself; null for others.")
+    @strawberry.field(description="Only on yourself; null for others.", metadata=viewer_dependent())
     async def email(self, info: Info) -> str | None:
         viewer = await context_of(info).viewer()
         return self._email if viewer == self.login else None
+
+    @strawberry.field(
+        description="Null unless you are this user, a talk partner of theirs, or in a room with them. "
+        "A user who chose to appear offline is never shown online.",
+        metadata=viewer_dependent(),
+    )
+    async def presence(self, info: Info) -> PresenceView | None:
+        state = await context_of(info).loader(presence_loader).load(self.login)
+        return PresenceView.of(state) if state is not None else None
 
     @classmethod
     def of(cls, record: UserRecord) -> User:

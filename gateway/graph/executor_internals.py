@@ -1,0 +1,332 @@
+"""graphql-core's and Strawberry's internals: the one module of the gateway that reaches into them.
+
+Speed made the gateway extend graphql-core's executor and Strawberry's execution
+past their documented API. Every private name (and every method marked private
+or class left unexported) it uses is named here, as a small function, a constant
+or a re-export named for what it does; the rest of the code imports those.
+:data:`REACHES` lists each one with what the gateway expects of it, and
+``tests/unit/test_upstream_fences.py`` checks them against the installed
+libraries in seconds, so an upgrade that moves one fails with its name.
+
+Pinned: graphql-core 3.3.2 and strawberry-graphql 0.341.2 (:data:`PINNED`,
+``pyproject.toml``).
+
+Documented extension points come first: the plain-field executor is installed
+with Strawberry's ``Schema(execution_context_class=...)``; a definition is found
+under ``GraphQLCoreConverter.DEFINITION_BACKREF`` (the code spelled the key
+``"strawberry-definition"`` before); Int values fall back to
+``GraphQLInt.coerce_output_value`` (``serialize_int`` before); and whether
+middleware runs is read from ``MiddlewareManager.middlewares`` (its private
+``_middleware_resolvers`` before, None exactly when that is empty).
+
+One row per reach: what is replaced or reached into, why (the measurements are in
+``bench/NOTES.md`` under the module named, with the commit that made the change), the
+version it was checked against, the test that holds it to the original, and the switch
+that turns it off.
+
+1. graphql-core's ``Executor`` methods marked private: ``execute_fields``,
+   ``execute_field``, ``execute_root_grouped_field_set``, ``build_response``,
+   ``collect_subfields`` (a three-item ``CollectedFields``), ``settle_in_background``,
+   its ``async_helpers``; ``GroupedFieldSet``, ``FieldDetails``; Strawberry's
+   unexported ``StrawberryGraphQLCoreExecutionContext`` -- the plain-field executor
+   (``gateway/graph/plain_fields.py``), installed through ``execution_context_class``.
+
+   - why: a plain field is read and serialised in place instead of through a resolve
+     info, a resolver and ``complete_value`` each, whole plain subtrees with it, from
+     plans compiled once per document (c95e1e0, 74b6f8c, ca4d8bb); the executor lets go
+     of its helpers, so a request is no reference cycle (03ebc32); introspection runs on
+     a worker thread, not on the loop (f5edc5c). Numbers: ``bench/NOTES.md``,
+     gateway/graph/plain_fields.py.
+   - pinned: graphql-core 3.3.2, strawberry-graphql 0.341.2 (``execute_fields``'s source
+     is fingerprinted: the fast path's loop follows it).
+   - test: ``tests/test_plain_fields.py`` (edge and domain corpora, byte for byte against
+     the reference executor), ``tests/unit/test_introspection_cost.py``, ``tests/test_heap.py``.
+   - off: ``GATEWAY_PLAIN_FIELDS=0``.
+
+2. Strawberry's ``_get_basic_result`` (the name of the resolver it makes for a field with
+   none), ``StrawberryField.is_basic_field``, ``default_resolver``, ``python_name``,
+   ``extensions``, ``metadata`` -- how the plain-field executor knows a field it may read
+   itself.
+
+   - why: as row 1 (c95e1e0, 74b6f8c).
+   - pinned: strawberry-graphql 0.341.2.
+   - test: ``tests/test_plain_fields.py::test_object_subtrees_are_read_in_place`` (counts
+     the fields read in place); ``tests/unit/test_upstream_fences.py`` builds a schema and
+     finds its basic field's resolver by this name.
+   - off: ``GATEWAY_PLAIN_FIELDS=0``.
+
+3. Strawberry's ``TYPE_CAST_ATTRIBUTE``, ``StrawberryObjectDefinition.is_type_of`` and
+   ``origin`` -- an object of a Node type is checked without Strawberry's lookups.
+
+   - why: an instance of the type's own class, not cast, is what Strawberry's check
+     accepts; the check's attribute lookups ran for every object of a page (d9cea7a;
+     ``bench/NOTES.md``, gateway/graph/plain_fields.py).
+   - pinned: strawberry-graphql 0.341.2.
+   - test: ``tests/test_plain_fields.py::test_edge_corpus_is_byte_identical`` (casts to
+     another type, to itself, subclasses).
+   - off: ``GATEWAY_PLAIN_FIELDS=0``.
+
+4. Strawberry's ``SchemaExtensionsRunner`` (its stages ``operation``, ``parsing``,
+   ``validation``, ``executing``) and ``Schema.create_extensions_runner`` -- extension
+   hooks run without a context manager per hook per request (``gateway/graph/hooks.py``).
+
+   - why: Strawberry's runner wraps every hook in a new context manager per stage per
+     operation, about half of executing ``{ __typename }`` (``bench/NOTES.md``,
+     gateway/graph/hooks.py; dc43218).
+   - pinned: strawberry-graphql 0.341.2.
+   - test: ``tests/test_hooks.py`` (every pair of 14 hook behaviours against Strawberry's runner).
+   - off: none.
+
+5. Strawberry's ``Schema._schema`` (the graphql-core schema) and ``validate_document``
+   (graphql-core's ``validate`` with Strawberry's own rules) -- validation cached per
+   document text, the static cost walked before it (``gateway/graph/limits.py``,
+   ``gateway/http/batch.py``, ``gateway/server/app.py``).
+
+   - why: Strawberry's ``ValidationCache`` keys by the parsed document, whose hash walks the
+     whole tree per request (deec177); no public accessor gives the graphql-core schema.
+   - pinned: strawberry-graphql 0.341.2.
+   - test: ``tests/test_limits.py``, ``tests/test_batch.py``.
+   - off: none (the same validation, run once per text).
+
+6. Strawberry's ``Info._raw_info`` -- list resolvers look at the query's selection in
+   graphql-core's AST (``gateway/graph/selection.py``).
+
+   - why: ``info.selected_fields`` converts the field's whole subtree into Strawberry's
+     nodes on each call, twice per talkPartners page (1552bae).
+   - pinned: strawberry-graphql 0.341.2.
+   - test: the domain corpora of ``tests/test_plain_fields.py`` and the domains' statement
+     counts (a prefetch that misses a selection costs more statements).
+   - off: none.
+
+7. Strawberry's DataLoader internals: ``get_current_batch``, ``Batch.tasks``, ``LoaderTask``,
+   ``DefaultCache.cache_map``, ``DataLoader.loop``, ``cache_map`` and ``max_batch_size`` --
+   the gateway's ``Loader`` rewrites ``load`` and ``load_many`` (``gateway/graph/dataloader.py``).
+
+   - why: less per key when a page loads the users of 50 items at once: the cache read as
+     the dict it is, no done-callback per key, the batch found once per ``load_many``
+     (5262fec, 74b6f8c).
+   - pinned: strawberry-graphql 0.341.2 (``DataLoader.load`` and ``dispatch_batch``
+     fingerprinted: the rewrite follows the one and relies on the other skipping a batch
+     whose futures are all cancelled).
+   - test: ``tests/test_dataloader.py::test_same_batches_and_answers_as_strawberry``.
+   - off: none.
+
+8. graphql-core's ``Executor.build``, ``build_per_event_executor`` and ``execute_operation``
+   (public, undocumented), Strawberry's ``Schema.execution_context_class`` -- live delivery
+   executes a subscription's selection over an event itself (``gateway/graph/live.py``).
+
+   - why: one execution per event and distinct selection, not one per subscriber (1075013).
+   - pinned: graphql-core 3.3.2, strawberry-graphql 0.341.2.
+   - test: ``tests/test_live_delivery.py``, ``tests/test_rooms_subscription.py``,
+     ``tests/test_messenger_subscription.py``.
+   - off: none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import graphql
+import strawberry
+from graphql import GraphQLInt, GraphQLResolveInfo, GraphQLSchema
+from graphql.execution import Executor
+from graphql.execution import collect_fields as graphql_collect_fields
+from graphql.execution.collect_fields import CollectedFields, FieldDetailsList, GroupedFieldSet
+from graphql.execution.incremental import IncrementalExecutor
+from graphql.execution.middleware import MiddlewareManager
+from strawberry import dataloader as strawberry_dataloader
+from strawberry.dataloader import Batch, DataLoader, DefaultCache, LoaderTask, get_current_batch
+from strawberry.extensions import runner as strawberry_runner
+from strawberry.extensions.runner import SchemaExtensionsRunner
+from strawberry.schema import schema as strawberry_schema_module
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext, validate_document
+from strawberry.schema.schema_converter import GraphQLCoreConverter
+from strawberry.types import Info
+from strawberry.types import cast as strawberry_cast
+from strawberry.types.base import StrawberryObjectDefinition
+from strawberry.types.cast import TYPE_CAST_ATTRIBUTE
+from strawberry.types.field import StrawberryField
+
+__all__ = [
+    "BASIC_RESOLVER_NAME",
+    "DEFINITION_KEY",
+    "FENCED_LITERALS",
+    "PINNED",
+    "REACHES",
+    "TYPE_CAST_ATTRIBUTE",
+    "Batch",
+    "DefaultCache",
+    "FieldDetailsList",
+    "GroupedFieldSet",
+    "LoaderTask",
+    "SchemaExtensionsRunner",
+    "StrawberryExecutor",
+    "get_current_batch",
+    "graphql_schema",
+    "int_output",
+    "is_basic_resolver",
+    "resolve_info",
+    "runs_middleware",
+    "settle_in_background",
+    "strawberry_definition",
+    "subfields",
+    "validate_document",
+]
+
+#: The distributions and versions :data:`REACHES` was checked against.
+PINNED = (("graphql-core", "3.3.2"), ("strawberry-graphql", "0.341.2"))
+
+#: The executor Strawberry runs operations with (its resolve infos carry what Strawberry's
+#: resolvers need); not exported by Strawberry. The plain-field executor extends it.
+StrawberryExecutor = StrawberryGraphQLCoreExecutionContext
+
+#: The key under which Strawberry keeps a graphql-core type's or field's own definition
+#: in its ``extensions``.
+DEFINITION_KEY: str = GraphQLCoreConverter.DEFINITION_BACKREF
+
+#: The name of the resolver Strawberry makes for a field that has none (a plain attribute).
+BASIC_RESOLVER_NAME = "_get_basic_result"
+
+#: Strings that name Strawberry's internals: written nowhere else in the gateway.
+FENCED_LITERALS = (DEFINITION_KEY, BASIC_RESOLVER_NAME)
+
+#: graphql-core's output coercion of Int values.
+int_output: Callable[[Any], int] = GraphQLInt.coerce_output_value
+
+#: ``(owner, name, expectation)``: what the gateway uses and what it expects of it.
+#: The expectations are those of ``gateway/db/driver_internals.py``'s ``REACHES``.
+REACHES: tuple[tuple[object, str, str], ...] = (
+    # The plain-field executor (gateway/graph/plain_fields.py).
+    (strawberry_schema_module, "StrawberryGraphQLCoreExecutionContext", "attribute"),
+    (
+        Executor,
+        "execute_root_grouped_field_set",
+        "(self, root_type, root_value, grouped_field_set, serially, position_context)",
+    ),
+    (
+        Executor,
+        "execute_fields",
+        "(self, parent_type, source_value, path, grouped_field_set, position_context)",
+    ),
+    (Executor, "execute_fields", "source 1427193778eb"),
+    (Executor, "execute_field", "(self, parent_type, source, field_details_list, path, position_context)"),
+    (IncrementalExecutor, "build_response", "(self, data)"),
+    (Executor, "collect_subfields", "(self, return_type, field_details_list) -> CollectedFields"),
+    (
+        graphql_collect_fields,
+        "CollectedFields",
+        "fields (grouped_field_set, new_defer_usages, forbidden_directive_instances)",
+    ),
+    (graphql_collect_fields, "FieldDetails", "fields (node, defer_usage, fragment_variable_values)"),
+    (graphql_collect_fields, "GroupedFieldSet", "attribute"),
+    (graphql_collect_fields, "FieldDetailsList", "attribute"),
+    (Executor, "settle_in_background", "(self, awaitables)"),
+    (Executor, "async_helpers", "instance attribute"),
+    (Executor, "middleware_manager", "instance attribute"),
+    (Executor, "schema", "instance attribute"),
+    (Executor, "operation", "instance attribute"),
+    (Executor, "fragment_definitions", "instance attribute"),
+    (Executor, "is_awaitable", "instance attribute"),
+    (graphql, "GraphQLResolveInfoHelpers", "fields (gather, track)"),
+    (MiddlewareManager, "middlewares", "attribute"),
+    # Fields the executor reads itself.
+    (GraphQLCoreConverter, "DEFINITION_BACKREF", "attribute"),
+    (GraphQLCoreConverter, "from_resolver", "defines _get_basic_result"),
+    (StrawberryField, "is_basic_field", "attribute"),
+    (StrawberryField, "default_resolver", "attribute"),
+    (StrawberryField, "python_name", "instance attribute"),
+    (StrawberryField, "extensions", "instance attribute"),
+    (StrawberryField, "metadata", "instance attribute"),
+    # Node objects checked without lookups.
+    (strawberry_cast, "TYPE_CAST_ATTRIBUTE", "attribute"),
+    (StrawberryObjectDefinition, "is_type_of", "instance attribute"),
+    (StrawberryObjectDefinition, "origin", "instance attribute"),
+    # Extension hooks (gateway/graph/hooks.py, gateway/graph/errors.py).
+    (strawberry_runner, "SchemaExtensionsRunner", "attribute"),
+    (SchemaExtensionsRunner, "__init__", "(self, execution_context, extensions)"),
+    (SchemaExtensionsRunner, "extensions", "instance attribute"),
+    (SchemaExtensionsRunner, "operation", "(self)"),
+    (SchemaExtensionsRunner, "validation", "(self)"),
+    (SchemaExtensionsRunner, "parsing", "(self)"),
+    (SchemaExtensionsRunner, "executing", "(self)"),
+    (strawberry.Schema, "create_extensions_runner", "(self, execution_context, extensions)"),
+    # The schema's documented methods ErrorCodeSchema extends (gateway/graph/errors.py): its
+    # ``execute`` and ``stream`` read the context from the ``context_value`` keyword.
+    (strawberry.Schema, "execute", "(self, query, variable_values, context_value, ...)"),
+    (strawberry.Schema, "stream", "(self, query, variable_values, context_value, ...)"),
+    (strawberry.Schema, "process_errors", "(self, errors, execution_context)"),
+    # Validation and cost (gateway/graph/limits.py, gateway/http/batch.py, gateway/server/app.py).
+    (strawberry.Schema, "_schema", "instance attribute"),
+    (strawberry_schema_module, "validate_document", "(schema, document, validation_rules)"),
+    # Selections in graphql-core's AST (gateway/graph/selection.py).
+    (Info, "_raw_info", "instance attribute"),
+    # Live delivery (gateway/graph/live.py): a selection executed over each event.
+    (
+        Executor,
+        "build",
+        "(cls, schema, document, root_value, context_value, raw_variable_values, operation_name, ...)",
+    ),
+    (Executor, "build_per_event_executor", "(self, payload)"),
+    (Executor, "execute_operation", "(self, serially)"),
+    (strawberry.Schema, "execution_context_class", "instance attribute"),
+    # The DataLoader (gateway/graph/dataloader.py): its load and load_many, rewritten.
+    (DataLoader, "__init__", "(self, load_fn, max_batch_size, cache, ...)"),
+    (DataLoader, "load", "(self, key)"),
+    (DataLoader, "load", "source 8784ab10f520"),
+    (DataLoader, "load_many", "(self, keys)"),
+    (DataLoader, "loop", "attribute"),
+    (DataLoader, "cache_map", "instance attribute"),
+    (DataLoader, "max_batch_size", "instance attribute"),
+    (DefaultCache, "cache_map", "instance attribute"),
+    (strawberry_dataloader, "Batch", "attribute"),
+    (Batch, "tasks", "instance attribute"),
+    (strawberry_dataloader, "LoaderTask", "fields (key, future)"),
+    (strawberry_dataloader, "DefaultCache", "attribute"),
+    (strawberry_dataloader, "get_current_batch", "(loader)"),
+    (strawberry_dataloader, "dispatch_batch", "source 1585108d43c3"),
+)
+
+
+def strawberry_definition(element: Any) -> Any:
+    """The Strawberry definition of a graphql-core type or field, None when it has none."""
+    return (element.extensions or {}).get(DEFINITION_KEY)
+
+
+def is_basic_resolver(resolve: Any) -> bool:
+    """Whether ``resolve`` is the resolver Strawberry made for a field without one."""
+    return getattr(resolve, "__name__", "") == BASIC_RESOLVER_NAME
+
+
+def subfields(
+    executor: Executor[Any], object_type: Any, details: FieldDetailsList
+) -> tuple[GroupedFieldSet, bool]:
+    """The grouped field set of an object field's selection (memoised by the executor for the
+    request), and whether it opens new ``@defer`` usages."""
+    collected: CollectedFields = executor.collect_subfields(object_type, details)
+    grouped_field_set, new_defer_usages, _ = collected
+    return grouped_field_set, bool(new_defer_usages)
+
+
+def settle_in_background(executor: Executor[Any], awaitables: list[Awaitable[Any]]) -> None:
+    """Let the awaitables of a selection abandoned by an error finish (their errors seen)
+    without waiting for them, as graphql-core's ``execute_fields`` does."""
+    executor.settle_in_background(awaitables)
+
+
+def runs_middleware(executor: Executor[Any]) -> bool:
+    """Whether graphql-core wraps the executor's resolvers in middleware."""
+    manager = executor.middleware_manager
+    return manager is not None and bool(manager.middlewares)
+
+
+def graphql_schema(schema: strawberry.Schema) -> GraphQLSchema:
+    """The graphql-core schema Strawberry built."""
+    built: GraphQLSchema = schema._schema
+    return built
+
+
+def resolve_info(info: Info) -> GraphQLResolveInfo[Any]:
+    """graphql-core's resolve info behind Strawberry's ``Info``."""
+    raw: GraphQLResolveInfo[Any] = info._raw_info
+    return raw
