@@ -19,7 +19,7 @@ any lower module, and no module needs a lazy type or a late import.
 from __future__ import annotations
 
 import strawberry
-from strawberry.extensions import DisableIntrospection, MaxTokensLimiter, ParserCache
+from strawberry.extensions import DisableIntrospection, MaxTokensLimiter
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
@@ -35,6 +35,7 @@ from gateway.graph.limits import QueryLimits, limited_validation
 from gateway.graph.metrics import StatementMetrics
 from gateway.graph.node import Node, NodeType, global_id, resolve_node
 from gateway.graph.observability import Observed
+from gateway.graph.parser_cache import GuardedParserCache
 from gateway.graph.plain_fields import PlainFieldsExecutor
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.http.batch import BATCH_CEILING
@@ -146,7 +147,7 @@ def build_schema(settings: Settings | None = None, *, plain_fields: bool | None 
             Observed,
             ErrorCodes,
             StatementMetrics,
-            lambda: ParserCache(maxsize=1000),
+            lambda: GuardedParserCache(maxsize=1000),
             lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
             *introspection,
             limited_validation(QueryLimits.of(settings)),

@@ -150,7 +150,9 @@ class ErrorCodes(SchemaExtension):
         context = self.execution_context.context
         request_id = _request_id(context)
         keyed: Container[str] | None = None
-        if self.execution_context.operation_type == OperationType.MUTATION:
+        # A document that did not parse names no operation (and is no mutation).
+        parsed = self.execution_context.graphql_document is not None
+        if parsed and self.execution_context.operation_type == OperationType.MUTATION:
             keyed = getattr(context, "keyed_fields", set())
         result.errors = [classify(e, request_id, keyed) for e in result.errors]
 

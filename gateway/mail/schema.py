@@ -91,9 +91,8 @@ class MailMutation:
         subject = rules.subject(input.subject)
         body = rules.body(input.body)
         uploads = rules.uploads(input.attachments)
+        # Uploads took their limit (``Limit.UPLOAD``) before their first byte was stored.
         await context.rate_limit(Limit.SEND, login)
-        if uploads:
-            await context.rate_limit(Limit.UPLOAD, login)
         email, placement = await service(context).send(login, recipients, subject, body, uploads, client_key)
         return Email.of(email, placement, login)
 

@@ -55,16 +55,15 @@ class Attachment:
         if self._link is None:
             context = context_of(info)
             viewer = await context.require_viewer()
-            request = context.request
-            origin = f"{request.scheme}://{request.host}" if request is not None else ""
             links = context.store(DownloadLinks)
-            self._link = links.mint(origin, self._email_id, self.filename, viewer)
+            self._link = links.mint(self._email_id, self.filename, viewer)
         return self._link
 
     @strawberry.field(
-        description="Absolute URL of the download, signed for you: it works without the "
-        "Authorization header (in an <img>, a download manager) until urlExpiresAt. Honours "
-        "Range, ETag and If-None-Match."
+        description="URL of the download, signed for you: it works without the Authorization header "
+        "(in an <img>, a download manager) until urlExpiresAt. Absolute when the gateway is configured "
+        "with its public URL; otherwise a path (/attachments/...) on the origin this API is served from. "
+        "Honours Range, ETag and If-None-Match."
     )
     async def url(self, info: Info) -> str:
         return (await self._signed(info)).url

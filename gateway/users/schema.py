@@ -82,7 +82,9 @@ class UserMutation:
 
     @strawberry.mutation(
         description="Sign in; one UNAUTHENTICATED error for any wrong login or password. After a few "
-        "failures for one login, each further attempt must wait longer (RATE_LIMITED); a success resets it."
+        "failures for one login from one address, each further attempt from there must wait longer "
+        "(RATE_LIMITED); a success resets it. Attempts for one login from addresses it has not signed in "
+        "from lately share a looser ceiling."
     )
     async def sign_in(self, info: Info, login: str, password: str) -> AuthPayload:
         context = context_of(info)
@@ -90,10 +92,11 @@ class UserMutation:
         key = rules.login_or_none(login)
         # Unknown and malformed logins are throttled alike, so throttling reveals no login.
         throttled = key or login.strip().lower()[:100]
-        await context.rate_limits.begin_sign_in(throttled)
+        address = context.client_address
+        await context.rate_limits.begin_sign_in(throttled, address)
         accounts = service(context)
         record = await accounts.check_password(key, password)
-        await context.rate_limits.sign_in_succeeded(throttled)
+        await context.rate_limits.sign_in_succeeded(throttled, address)
         return _signed_in(context, record, await accounts.start_session(record.login))
 
     @strawberry.mutation(description="Revoke the token this request was sent with.")
