@@ -55,7 +55,10 @@ from gateway.users.store import SessionStore
 #: Seconds a rate-limit or persisted-query call may wait for the broker.
 BROKER_CALL_TIMEOUT = 1.0
 #: Seconds a burst of such calls may wait for one of the process's 64 broker connections.
-BROKER_POOL_WAIT = 5.0
+#: Long: a busy broker is not a lost one. A lost one does not make callers wait here
+#: (a connection that cannot be made frees its slot within BROKER_CALL_TIMEOUT); a burst
+#: on a starved machine can, and must not be refused for it.
+BROKER_POOL_WAIT = 30.0
 
 
 class Worker(Protocol):
