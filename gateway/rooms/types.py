@@ -127,7 +127,7 @@ class Room(Node):
         after: str | None = None,
         last: int | None = None,
         before: str | None = None,
-    ) -> Connection[RoomMessage]:
+    ) -> Connection[RoomMessage] | None:
         context = context_of(info)
         request = page_request(info, first, after, last, before, MESSAGES_PAGE)
         position = decode_position(request.cursor, request.cursor_field)
