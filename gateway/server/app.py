@@ -247,6 +247,7 @@ def create_app(
         max_batch=settings.max_batch,
         max_tokens=settings.max_tokens,
         max_response_bytes=settings.max_response_bytes,
+        public_max_age=settings.public_max_age,
         allowed_origins=settings.cors_origins,
         persisted_queries=composition.persisted_queries,
     )
