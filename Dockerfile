@@ -1,6 +1,8 @@
 # The gateway, pointed at a Cassandra cluster by CASSANDRA_CONTACT_POINTS.
-# It needs GATEWAY_CONTACTS_IDENTITY_PEPPER (a secret, passed at run time, never baked in):
-#   docker run -e CASSANDRA_CONTACT_POINTS=... -e GATEWAY_CONTACTS_IDENTITY_PEPPER=... <image>
+# It needs GATEWAY_CONTACTS_IDENTITY_PEPPER and GATEWAY_URL_SIGNING_SECRET (secrets of 32
+# characters or more, passed at run time, never baked in) and GATEWAY_VERIFICATION_WEBHOOK_URL:
+#   docker run -e CASSANDRA_CONTACT_POINTS=... -e GATEWAY_CONTACTS_IDENTITY_PEPPER=... \
+#     -e GATEWAY_URL_SIGNING_SECRET=... -e GATEWAY_VERIFICATION_WEBHOOK_URL=... <image>
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \

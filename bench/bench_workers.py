@@ -50,9 +50,12 @@ def _env(settings: Settings, port: int, broker_url: str) -> dict[str, str]:
         "GATEWAY_ARGON2_PARALLELISM": "1",
         # Its own keyspace, so any pepper does (a real cluster refuses the public default).
         "GATEWAY_CONTACTS_IDENTITY_PEPPER": os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER")
-        or "bench-pepper",
+        or "bench-pepper-" + "p" * 32,
         # Workers must share one download-signing key.
         "GATEWAY_URL_SIGNING_SECRET": os.environ.get("GATEWAY_URL_SIGNING_SECRET") or "bench-" + "s" * 32,
+        # A real cluster needs a sender of verification codes; the benchmarks ask for none.
+        "GATEWAY_VERIFICATION_WEBHOOK_URL": os.environ.get("GATEWAY_VERIFICATION_WEBHOOK_URL")
+        or "http://127.0.0.1:9/codes",
     }
 
 

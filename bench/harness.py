@@ -193,7 +193,11 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
         # cost is measured) but are never reached.
         **{limit.value: "1000000/s" for limit in Limit},
         # Its own keyspace, so any pepper does (a real cluster refuses the public default).
-        "contacts_identity_pepper": os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER") or "bench-pepper",
+        "contacts_identity_pepper": os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER")
+        or "bench-pepper-" + "p" * 32,
+        # A real cluster needs a sender of verification codes; the benchmarks ask for none.
+        "verification_webhook_url": os.environ.get("GATEWAY_VERIFICATION_WEBHOOK_URL")
+        or "http://127.0.0.1:9/codes",
         "password_queue": 100000,
         "port": _free_port(),
         **overrides,

@@ -20,6 +20,7 @@ async def run_cli(settings: Settings, *args: str, env: dict[str, str] | None = N
         "CASSANDRA_PORT": str(settings.cassandra_port),
         "CASSANDRA_REPLICATION": settings.replication,
         "GATEWAY_CONTACTS_IDENTITY_PEPPER": settings.contacts_identity_pepper,
+        "GATEWAY_VERIFICATION_WEBHOOK_URL": settings.verification_webhook_url,
         "GATEWAY_LOG_LEVEL": "WARNING",
         **secrets,
         **(env or {}),

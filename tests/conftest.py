@@ -12,16 +12,16 @@ import os
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from gateway.db.migrations import drop_keyspace
 from gateway.ratelimit.policy import Limit
 from gateway.server.app import READY, SERVICES, create_app
+from gateway.server.serve import app_runner
 from gateway.settings import Settings
 from gateway.settings.tooling import ToolingSettings
 from tests.client import Api
@@ -124,9 +124,11 @@ def base_settings(codes: CodeReceiver, tooling: ToolingSettings) -> Settings:
         argon2_memory_cost_kib=8192,
         argon2_parallelism=1,
         # A real cluster needs a pepper of its own; the test keyspace is thrown away.
-        contacts_identity_pepper=os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER") or "test-suite-pepper",
+        contacts_identity_pepper=os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER") or uuid.uuid4().hex * 2,
         **GENEROUS_LIMITS,
         verification_webhook_url=codes.url,
+        # GraphiQL and the audits introspect, wherever the node is (a real cluster's default is off).
+        introspection=True if settings.introspection is None else settings.introspection,
     )
     if settings.embedded:
         from devnode.cassandra import CassandraNode
@@ -135,12 +137,35 @@ def base_settings(codes: CodeReceiver, tooling: ToolingSettings) -> Settings:
     return settings
 
 
-async def start_server(settings: Settings, **overrides: Any) -> tuple[Api, web.Application, TestServer]:
-    app = create_app(replace(settings, **overrides))
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
+@dataclass
+class Served:
+    """An app served on a free port of 127.0.0.1 as ``gateway serve`` serves it (the head
+    deadline and keep-alive of its settings), handlers cancelled when their client leaves."""
+
+    runner: web.AppRunner
+
+    @classmethod
+    async def start(cls, app: web.Application, settings: Settings) -> Served:
+        runner = app_runner(app, settings, handler_cancellation=True)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        return cls(runner)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.runner.addresses[0][:2]
+        return f"http://{host}:{port}"
+
+    async def close(self) -> None:
+        await self.runner.cleanup()
+
+
+async def start_server(settings: Settings, **overrides: Any) -> tuple[Api, web.Application, Served]:
+    settings = replace(settings, **overrides)
+    app = create_app(settings)
+    server = await Served.start(app, settings)
     await asyncio.wait_for(app[READY].wait(), timeout=120)
-    return Api(str(server.make_url(""))), app, server
+    return Api(server.base_url), app, server
 
 
 @pytest.fixture(scope="session")
@@ -167,7 +192,7 @@ async def make_server(
     base_settings: Settings, server: tuple[Api, web.Application]
 ) -> AsyncIterator[ServerFactory]:
     """Another gateway instance over the same keyspace, with settings overridden."""
-    started: list[TestServer] = []
+    started: list[Served] = []
 
     async def factory(**overrides: Any) -> tuple[Api, web.Application]:
         api, app, srv = await start_server(base_settings, **overrides)

@@ -46,6 +46,10 @@ class Gateway:
             raise AssertionError(f"gateway on {self.port} did not stop:\n{self.output()}") from None
 
 
+#: The bearer token of /metrics on the gateway processes the tests start.
+METRICS_TOKEN = "metrics-" + "7e" * 20
+
+
 def gateway_env(settings: Settings, port: int, **extra: str) -> dict[str, str]:
     return {
         **os.environ,
@@ -61,6 +65,8 @@ def gateway_env(settings: Settings, port: int, **extra: str) -> dict[str, str]:
         "GATEWAY_ARGON2_MEMORY_COST_KIB": "8192",
         "GATEWAY_ARGON2_PARALLELISM": "1",
         "GATEWAY_VERIFICATION_WEBHOOK_URL": settings.verification_webhook_url,
+        # A process named a contact point is a real cluster's: /metrics wants a token there.
+        "GATEWAY_METRICS_TOKEN": METRICS_TOKEN,
         **extra,
     }
 

@@ -85,7 +85,7 @@ async def test_attachment_downloads_are_sent_as_stored(api: Api) -> None:
     headers = {"Authorization": f"Bearer {bob.token}", "Accept-Encoding": "gzip, br"}
     async with (
         aiohttp.ClientSession(auto_decompress=False) as http,
-        http.get(attachment["url"], headers=headers) as download,
+        http.get(api.base_url + attachment["url"], headers=headers) as download,
     ):
         assert download.status == 200
         assert "Content-Encoding" not in download.headers

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from gateway.contacts.identity import Identity, identity_hash
 from gateway.server.app import SERVICES
+from gateway.settings import SettingsError
 from tests.client import Api
 from tests.conftest import ServerFactory
 from tests.test_contacts_support import (
@@ -207,6 +208,16 @@ async def test_without_a_webhook_the_code_goes_to_the_log(
     code = re.search(r" is ([0-9]{6}) ", record.getMessage())
     assert code is not None
     await local.ok(LINK, link_vars(phone, code.group(1)), token=user.token)
+
+
+async def test_a_real_cluster_does_not_start_without_a_webhook_so_no_code_reaches_the_log(
+    make_server: ServerFactory,
+) -> None:
+    # A contact point makes it a real cluster to the gateway, whoever serves 127.0.0.1.
+    with pytest.raises(SettingsError) as refused:
+        await make_server(contact_points=("127.0.0.1",), verification_webhook_url="")
+    assert refused.value.variable == "GATEWAY_VERIFICATION_WEBHOOK_URL"
+    assert "\n" not in refused.value.message
 
 
 async def test_unlink_releases_the_identity_and_uploaders_lose_the_user(

@@ -33,7 +33,7 @@ async def download(make_server: ServerFactory) -> dict[str, Any]:
     content = os.urandom(SIZE)
     response = await send_files(api, alice, [bob.login], [("clip.bin", content, "application/x-demo")])
     assert not response.errors, response.errors
-    signed = response.result["sendEmail"]["attachments"][0]["url"]
+    signed = api.base_url + response.result["sendEmail"]["attachments"][0]["url"]
     return {
         "bob": bob,
         "content": content,

@@ -3,14 +3,17 @@
 ``hypothesis-graphql`` builds documents from ``schema.graphql``, field by
 field (so every root field is covered by construction), with arbitrary
 argument values: empty and non-ASCII strings, nulls, huge and negative
-numbers, nested selections. Generation is derandomized, so a run is
-reproducible; the examples are collected first and then sent over HTTP to the
-running test app. Whatever the document, the gateway must answer below 500,
-never ``INTERNAL_SERVER_ERROR``, and give every error an ``extensions.code``.
+numbers, nested selections. Inside ``scripts/test`` generation is derandomized, so a run is reproducible;
+``scripts/fuzz`` (``FUZZ_MINUTES``) draws fresh documents round after round for
+its share of the time. The examples are collected first and then sent over HTTP
+to the running test app. Whatever the document, the gateway must answer below
+500, never ``INTERNAL_SERVER_ERROR``, give every error an ``extensions.code``,
+answer within ``HANG_GUARD`` seconds, and write no traceback or error to its log.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC
@@ -21,11 +24,14 @@ import aiohttp
 import graphql
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis_graphql import Mode, from_schema, nodes
 
 from tests.client import Api
+from tests.fuzz.budget import HANG_GUARD, Budget
+from tests.fuzz.watch import watching
 
 SCHEMA = (Path(__file__).resolve().parent.parent / "schema.graphql").read_text()
 #: Documents generated per root field: valid ones, and ones with arguments of the wrong
@@ -53,15 +59,16 @@ def _root_fields() -> list[tuple[str, str]]:
     return fields + [("mutation", name) for name in mutations]
 
 
-def generate(field: str, count: int, mode: Mode) -> list[str]:
-    """``count`` documents (at most) selecting ``field``, the same ones on every run."""
+def generate(field: str, count: int, mode: Mode, seed: int | None = None) -> list[str]:
+    """``count`` documents (at most) selecting ``field``: the same ones on every run, or
+    others for each ``seed``."""
     make: Callable[..., st.SearchStrategy[Any]] = from_schema
     strategy = make(SCHEMA, fields=[field], custom_scalars=CUSTOM_SCALARS, mode=mode)
     documents: list[str] = []
 
     @settings(
         max_examples=count,
-        derandomize=True,
+        derandomize=seed is None,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
@@ -70,6 +77,9 @@ def generate(field: str, count: int, mode: Mode) -> list[str]:
     def collect(document: str) -> None:
         if document not in documents:
             documents.append(document)
+
+    if seed is not None:
+        collect = hypothesis_seed(seed)(collect)
 
     try:
         collect()
@@ -102,25 +112,43 @@ async def test_fuzzed_documents_never_fail_the_server(api: Api) -> None:
     sent = 0
     failures: list[str] = []
     codes: Counter[str] = Counter()
-    async with aiohttp.ClientSession() as http:
-        for kind, field in _root_fields():
-            documents = [d for mode, n in EXAMPLES_PER_FIELD.items() for d in generate(field, n, mode)]
-            assert documents, field
-            covered.add(f"{kind} {field}")
-            for document in documents:
-                for token in (account.token, None):
-                    headers = {"Authorization": f"Bearer {token}"} if token else {}
-                    payload = {"query": document}
-                    async with http.post(api.url, json=payload, headers=headers) as response:
-                        status = response.status
-                        body = await response.json(content_type=None)
-                    sent += 1
-                    codes.update(e.get("extensions", {}).get("code", "-") for e in body.get("errors") or [])
-                    failures += [
-                        f"{field} ({'signed in' if token else 'anonymous'}): {p}\n{document}"
-                        for p in problems_of(status, body)
+    budget = Budget(brief=1)
+    rounds = 0
+    with watching() as log:
+        async with aiohttp.ClientSession() as http:
+            while budget.more() and len(failures) < 20:
+                seed = budget.seed + rounds if budget.long else None
+                for kind, field in _root_fields():
+                    documents = [
+                        d for mode, n in EXAMPLES_PER_FIELD.items() for d in generate(field, n, mode, seed)
                     ]
-    print(f"\nfuzz: {sent} requests, {len(covered)} root fields covered, {len(failures)} failures")
+                    assert documents, field
+                    covered.add(f"{kind} {field}")
+                    for document in documents:
+                        for token in (account.token, None):
+                            headers = {"Authorization": f"Bearer {token}"} if token else {}
+                            payload = {"query": document}
+                            who = "signed in" if token else "anonymous"
+                            try:
+                                async with (
+                                    asyncio.timeout(HANG_GUARD),
+                                    http.post(api.url, json=payload, headers=headers) as response,
+                                ):
+                                    status = response.status
+                                    body = await response.json(content_type=None)
+                            except TimeoutError:
+                                failures.append(f"{field} ({who}): no answer within the guard\n{document}")
+                                continue
+                            sent += 1
+                            codes.update(
+                                e.get("extensions", {}).get("code", "-") for e in body.get("errors") or []
+                            )
+                            failures += [
+                                f"{field} ({who}): {p}\n{document}" for p in problems_of(status, body)
+                            ]
+                            failures += [f"{field} ({who}): log {line}\n{document}" for line in log.take()]
+                rounds += 1
+    print(f"\nfuzz: {sent} requests, {len(covered)} root fields, {rounds} rounds, {len(failures)} failures")
     print(f"fuzz: error codes seen {dict(codes.most_common())}")
     assert len(covered) == len(_root_fields())
     assert not failures, "\n\n".join(failures[:10])

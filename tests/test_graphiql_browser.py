@@ -1,4 +1,5 @@
-"""GraphiQL in headless Chromium (tests/js/graphiql.mjs): the playground works from the gateway alone."""
+"""GraphiQL in headless Chromium (tests/js/graphiql.mjs): the playground works from the gateway alone,
+within its Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ async def test_graphiql_runs_its_example_a_query_shows_the_docs_and_receives_a_s
     assert steps["subscription"]["sender"] == sender.login
     assert steps["subscription"]["content"].startswith("from the test ")
     assert report["pageErrors"] == []
+    assert report["cspViolations"] == []
     # The page, its scripts and styles, introspection, queries and the WebSocket: all from the gateway.
     assert report["foreign"] == []
     gateway = urlsplit(api.url)

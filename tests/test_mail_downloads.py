@@ -1,5 +1,5 @@
 """Attachment downloads as browsers and download managers use them: byte ranges, ETags,
-signed absolute links, inline images."""
+signed links, inline images."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ async def shared(api: Api) -> dict[str, Any]:
     response = await send_files(api, alice, [bob.login], [("video.bin", content, "application/x-demo")])
     assert not response.errors, response.errors
     email = response.result["sendEmail"]
-    url = email["attachments"][0]["url"]
+    url = api.base_url + email["attachments"][0]["url"]  # a path on the API's origin
     return {"alice": alice, "bob": bob, "content": content, "email": email, "url": url}
 
 
@@ -189,11 +189,11 @@ async def test_a_signed_link_works_without_a_header_until_it_expires(
     shown = await api.ok(WITH_EXPIRY, {"id": shared["email"]["id"]}, token=bob.token)
     [attachment] = shown["me"]["email"]["attachments"]
     assert parse_qs(urlsplit(attachment["url"]).query)["u"] == [bob.login]
-    assert (await fetch(attachment["url"]))[2] == content
+    assert (await fetch(api.base_url + attachment["url"]))[2] == content
     expires_at = datetime.fromisoformat(attachment["urlExpiresAt"].replace("Z", "+00:00")).timestamp()
     assert time.time() + 900 - 5 <= expires_at <= time.time() + 900 + 60 + 5
 
-    other = shared["email"]["attachments"][0]["url"].replace("video.bin", "other.bin")
+    other = url.replace("video.bin", "other.bin")
     sig = parse_qs(urlsplit(url).query)["sig"][0]
     tampered = {
         "signature": with_query(url, sig=("A" if sig[0] != "A" else "B") + sig[1:]),
@@ -228,6 +228,30 @@ async def test_a_signed_link_works_without_a_header_until_it_expires(
     assert (status, body != content) == (403, True)
 
 
+async def test_attachment_urls_never_take_the_request_host(
+    api: Api, shared: dict[str, Any], make_server: ServerFactory
+) -> None:
+    """A forged ``Host`` (or ``X-Forwarded-Host``) never reaches a link a client is handed: without
+    ``GATEWAY_PUBLIC_URL`` the link is a path on the API's own origin, with it the configured origin."""
+    bob, email_id = shared["bob"], shared["email"]["id"]
+    forged = {
+        "Host": "attacker.example",
+        "X-Forwarded-Host": "attacker.example",
+        "X-Forwarded-Proto": "https",
+    }
+    shown = await api.ok(EMAIL, {"id": email_id}, token=bob.token, headers=forged)
+    url = shown["me"]["email"]["attachments"][0]["url"]
+    assert "attacker" not in url
+    assert url.startswith(f"/attachments/{stored_id(email_id)}/video.bin?u={bob.login}&exp="), url
+    assert (await fetch(api.base_url + url, Range="bytes=0-9"))[2] == shared["content"][:10]
+
+    public, _ = await make_server(public_url="https://files.example.com/mail")
+    shown = await public.ok(EMAIL, {"id": email_id}, token=bob.token, headers=forged)
+    assert shown["me"]["email"]["attachments"][0]["url"].startswith(
+        f"https://files.example.com/mail/attachments/{stored_id(email_id)}/video.bin?"
+    )
+
+
 async def test_a_process_without_a_signing_secret_signs_for_itself_only(
     api: Api, shared: dict[str, Any], make_server: ServerFactory
 ) -> None:
@@ -235,9 +259,8 @@ async def test_a_process_without_a_signing_secret_signs_for_itself_only(
     bob = shared["bob"]
     shown = await lone.ok(EMAIL, {"id": shared["email"]["id"]}, token=bob.token)
     url = shown["me"]["email"]["attachments"][0]["url"]
-    assert url.startswith(lone.base_url)
-    assert (await fetch(url))[2] == shared["content"]
-    assert (await fetch(api.base_url + url.removeprefix(lone.base_url)))[0] == 403
+    assert (await fetch(lone.base_url + url))[2] == shared["content"]
+    assert (await fetch(api.base_url + url))[0] == 403
 
 
 async def test_safe_images_are_shown_inline_and_everything_else_is_saved(api: Api) -> None:
@@ -256,7 +279,7 @@ async def test_safe_images_are_shown_inline_and_everything_else_is_saved(api: Ap
     assert not response.errors, response.errors
     urls = {a["filename"]: a["url"] for a in response.result["sendEmail"]["attachments"]}
     for filename, content, _ in files:
-        status, headers, body = await fetch(urls[filename])
+        status, headers, body = await fetch(api.base_url + urls[filename])
         assert (status, body) == (200, content)
         disposition = "inline" if filename.split(".")[1] in {"png", "jpg", "gif", "webp"} else "attachment"
         if filename == "fake.png":

@@ -55,6 +55,7 @@ async def gateway_process(
         "CASSANDRA_PORT": str(base_settings.cassandra_port),
         "CASSANDRA_REPLICATION": base_settings.replication,
         "GATEWAY_CONTACTS_IDENTITY_PEPPER": base_settings.contacts_identity_pepper,
+        "GATEWAY_VERIFICATION_WEBHOOK_URL": base_settings.verification_webhook_url,
         "GATEWAY_HOST": "127.0.0.1",
         "GATEWAY_PORT": str(port),
         "GATEWAY_LOG_LEVEL": "WARNING",

@@ -26,7 +26,7 @@ from gateway.server.metrics import ANONYMOUS, OTHER, OperationNames
 from gateway.settings import Settings, SettingsError
 from tests.client import Account, Api
 from tests.conftest import ServerFactory
-from tests.processes import start_gateway
+from tests.processes import METRICS_TOKEN, start_gateway
 from tests.redis_helpers import WAIT, private_redis
 from tests.test_messenger import SEND
 
@@ -41,7 +41,12 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 async def scrape(api: Api, *, fresh_connection: bool = False) -> Samples:
     connector = aiohttp.TCPConnector(force_close=True) if fresh_connection else None
-    async with aiohttp.ClientSession(connector=connector) as http, http.get(f"{api.base_url}/metrics") as r:
+    # The token is what a real cluster's /metrics wants; the development node's ignores it.
+    headers = {"Authorization": f"Bearer {METRICS_TOKEN}"}
+    async with (
+        aiohttp.ClientSession(connector=connector) as http,
+        http.get(f"{api.base_url}/metrics", headers=headers) as r,
+    ):
         assert r.status == 200
         assert r.headers["Content-Type"].startswith("text/plain; version=")
         text = await r.text()

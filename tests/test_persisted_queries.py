@@ -88,7 +88,7 @@ async def trusted_api(make_server: ServerFactory, tmp_path: Path) -> Api:
     manifest = tmp_path / "documents.json"
     documents = ("{ __typename }", "query Me { me { user { login } } }")
     manifest.write_text(json.dumps({sha(d): d for d in documents}))
-    api, _ = await make_server(trusted_documents=manifest)
+    api, _ = await make_server(trusted_documents=manifest, introspection=None)  # its default
     return api
 
 
@@ -146,3 +146,29 @@ async def test_only_documents_that_parse_and_validate_are_remembered(api: Api, j
     await post(api, {"query": valid, "extensions": persisted(valid)})
     status, result = await post(api, {"extensions": persisted(valid)})
     assert (status, codes(result), result["data"]) == (200, [], {"user": None})
+
+
+async def test_registrations_are_limited_per_client_address_and_the_operation_still_runs(
+    make_server: ServerFactory,
+) -> None:
+    api, _ = await make_server(rate_persisted_queries="2/h", trusted_proxies=("127.0.0.1",))
+
+    async def register(document: str, address: str) -> dict[str, Any]:
+        body = {"query": document, "extensions": persisted(document)}
+        headers = {"Accept": GRJ, "X-Forwarded-For": address}
+        async with aiohttp.ClientSession() as http, http.post(api.url, json=body, headers=headers) as r:
+            assert r.status == 200
+            return dict(await r.json(content_type=None))
+
+    documents = [
+        f'query Reg{i} {{ user(login: "reg-{uuid.uuid4().hex[:8]}") {{ login }} }}' for i in range(4)
+    ]
+    for document in documents[:3]:
+        assert (await register(document, "203.0.113.40"))["data"] == {"user": None}
+    # Sending a document the gateway already knows registers nothing, so it costs nothing.
+    assert (await register(documents[0], "203.0.113.40"))["data"] == {"user": None}
+    known = [codes((await post(api, {"extensions": persisted(d)}))[1]) for d in documents[:3]]
+    assert known == [[], [], ["PERSISTED_QUERY_NOT_FOUND"]], "the third registration ran but was not kept"
+    # Another address has a bucket of its own.
+    assert (await register(documents[3], "198.51.100.40"))["data"] == {"user": None}
+    assert codes((await post(api, {"extensions": persisted(documents[3])}))[1]) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
 import pytest
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
@@ -93,6 +94,43 @@ async def test_sign_in_attempts_are_limited_per_client_address(make_server: Serv
     assert not elsewhere.errors
 
 
+async def test_failures_from_one_address_never_lock_the_owner_out_from_another(
+    make_server: ServerFactory,
+) -> None:
+    api, _ = await make_server(sign_in_free_failures=2, sign_in_backoff=60.0, **TRUSTED_LOOPBACK)
+    victim = await api.sign_up("victim")
+    attacker = from_address("203.0.113.50")
+    tries = [await sign_in(api, victim.login, f"guess{i}", headers=attacker) for i in range(4)]
+    assert [r.codes[0] for r in tries] == ["UNAUTHENTICATED"] * 2 + ["RATE_LIMITED"] * 2
+    assert 55 < retry_after(tries[-1]) <= 60
+    # The failures are the attacker's address's, for that login: the owner elsewhere signs in.
+    owner = await sign_in(api, victim.login, victim.password, headers=from_address("198.51.100.50"))
+    assert not owner.errors, owner
+    # And the attacker's address is no freer for it.
+    assert (await sign_in(api, victim.login, victim.password, headers=attacker)).codes == ["RATE_LIMITED"]
+
+
+async def test_guesses_spread_over_addresses_are_slowed_per_login_and_the_owner_at_home_is_not(
+    make_server: ServerFactory,
+) -> None:
+    api, _ = await make_server(rate_sign_in_login="3/h", **TRUSTED_LOOPBACK)
+    victim = await api.sign_up("spread")
+    home = from_address("198.51.100.60")
+    assert not (await sign_in(api, victim.login, victim.password, headers=home)).errors
+    guesses = [
+        await sign_in(api, victim.login, "guess", headers=from_address(f"203.0.113.{60 + i}"))
+        for i in range(3)
+    ]
+    assert [r.codes[0] for r in guesses] == ["UNAUTHENTICATED", "UNAUTHENTICATED", "RATE_LIMITED"]
+    assert 1150 < retry_after(guesses[-1]) <= 1200  # one attempt back every 20 minutes: slowed, not locked
+    # The right password from an address this login never signed in from waits too, so a
+    # refusal tells nothing about the guess.
+    new_place = await sign_in(api, victim.login, victim.password, headers=from_address("192.0.2.60"))
+    assert new_place.codes == ["RATE_LIMITED"]
+    # Where the owner signed in before, the per-login ceiling does not apply.
+    assert not (await sign_in(api, victim.login, victim.password, headers=home)).errors
+
+
 async def sign_up(api: Api, headers: dict[str, str] | None = None) -> Response:
     login = unique_login("su")
     account = {"login": login, "password": "correct-horse", "firstname": "A", "lastname": "B"}
@@ -110,6 +148,31 @@ async def test_sign_ups_are_limited_per_client_address(make_server: ServerFactor
     assert [r.codes for r in results] == [[], [], ["RATE_LIMITED"]]
     assert 1750 < retry_after(results[-1]) <= 1800
     assert not (await sign_up(api, two)).errors
+
+
+async def test_probing_logins_through_sign_up_is_rate_limited_conflicts_included(
+    make_server: ServerFactory,
+) -> None:
+    api, _ = await make_server(rate_sign_up="4/h", **TRUSTED_LOOPBACK)
+    taken = [(await api.sign_up("taken")).login for _ in range(3)]
+    prober = from_address("203.0.113.70")
+    probe = "mutation($i: SignUpInput!) { signUp(input: $i) { token } }"
+
+    def attempt(login: str) -> dict[str, Any]:
+        fields = {"login": login, "password": "correct-horse", "firstname": "P", "lastname": "Q"}
+        return {"i": {**fields, "email": f"{login}@example.com"}}
+
+    answers = [await api.call(probe, attempt(login), headers=prober) for login in [*taken, taken[0]]]
+    assert [r.codes for r in answers] == [["CONFLICT"]] * 4
+    assert (await api.call(probe, attempt(unique_login("free")), headers=prober)).codes == ["RATE_LIMITED"]
+    assert 850 < retry_after(await api.call(probe, attempt(taken[2]), headers=prober)) <= 900
+    # The operations of a batch take an attempt each.
+    batch = [{"query": probe, "variables": attempt(login)} for login in [*taken, *taken]]
+    headers = {**from_address("198.51.100.70"), "Content-Type": "application/json"}
+    async with aiohttp.ClientSession() as http, http.post(api.url, json=batch, headers=headers) as answer:
+        results = await answer.json()
+    codes = sorted(error["extensions"]["code"] for result in results for error in result["errors"])
+    assert codes == ["CONFLICT"] * 4 + ["RATE_LIMITED"] * 2
 
 
 async def test_forwarded_addresses_count_only_behind_a_trusted_proxy(make_server: ServerFactory) -> None:

@@ -82,8 +82,9 @@ async def ring_api(ring: CassandraRing) -> AsyncIterator[tuple[Api, Settings]]:
         argon2_memory_cost_kib=8192,
         argon2_parallelism=1,
         # A real cluster's secrets, for a keyspace that is thrown away.
-        contacts_identity_pepper="test-ring-pepper",
+        contacts_identity_pepper=uuid.uuid4().hex + uuid.uuid4().hex,
         url_signing_secret=uuid.uuid4().hex + uuid.uuid4().hex,
+        verification_webhook_url="http://127.0.0.1:9/codes",  # no code is asked for
         **GENEROUS_LIMITS,
     )
     api, app, server = await start_server(settings)

@@ -68,6 +68,9 @@ async def test_buckets_and_failures_live_in_the_broker_and_expire_when_idle(
         {"l": alice.login, "p": alice.password},
     )
     assert await _keys(private_redis.url, f"{prefix}sign_in_failures:*") == {}
+    # ... and remembers the address the login signed in from, for 30 days.
+    familiar = await _keys(private_redis.url, f"{prefix}sign_in_familiar:{alice.login}@*")
+    assert len(familiar) == 1 and 2_591_000_000 < next(iter(familiar.values())) <= 2_592_000_000
 
 
 async def test_a_lost_broker_refuses_sign_ins_and_allows_sends_until_it_is_back(

@@ -8,6 +8,7 @@ bytes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import resource
 import uuid
@@ -18,6 +19,7 @@ import aiohttp
 from aiohttp import web
 
 from tests.client import Account, Api
+from tests.conftest import ServerFactory
 from tests.mail_helpers import SEND, email_input
 from tests.test_mail_attachments import stored_chunks
 
@@ -244,3 +246,53 @@ async def test_a_file_part_with_malformed_headers_is_bad_request(api: Api, app: 
                 assert (response.status, codes(result)) == (400, ["BAD_REQUEST"]), (name, result)
                 assert "Unable to parse the request body" in result["errors"][0]["message"], name
     assert await stored_chunks(app) == before
+
+
+async def test_an_upload_over_the_rate_limit_is_refused_before_a_file_byte_is_read(
+    make_server: ServerFactory,
+) -> None:
+    """The second email with a file meets the per-user upload limit while its file part has only
+    begun: the answer comes though the client holds back the rest of the file, so nothing of it
+    was streamed into Cassandra, and the limit is taken once per email, not twice."""
+    api, _ = await make_server(rate_uploads="2/h")
+    alice, bob = await api.sign_up("uplim"), await api.sign_up("uplimb")
+    first = [
+        ("operations", None, send_operations(bob.login)),
+        ("map", None, ONE_FILE_MAP),
+        ("0", "a.txt", b"1"),
+    ]
+    assert (await post_parts(api, first, alice))[0] == 200
+    assert "errors" not in (await post_parts(api, first, alice))[1], "two emails with files fit in 2/h"
+
+    boundary = uuid.uuid4().hex
+    opening = b"".join(list(encode(first[:2], boundary))[:2])
+    file_head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="0"; filename="b.txt"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n"
+    ).encode()
+    answered = asyncio.Event()
+
+    async def body() -> AsyncIterator[bytes]:
+        # Enough of the file that the map's end is certain (the multipart reader looks ahead).
+        yield opening + file_head + b"x" * 65536
+        await answered.wait()  # the rest of the file only once the gateway has answered
+        yield b"the rest\r\n" + f"--{boundary}--\r\n".encode()
+
+    headers = {
+        "Content-Type": f"multipart/form-data; boundary={boundary}",
+        "GraphQL-Preflight": "1",
+        "Authorization": f"Bearer {alice.token}",
+    }
+
+    async def third() -> tuple[int, dict[str, Any]]:
+        async with aiohttp.ClientSession() as http, http.post(api.url, data=body(), headers=headers) as r:
+            answered.set()
+            return r.status, await r.json(content_type=None)
+
+    try:
+        # A hang detector, not a speed test: reading the file would wait for ever.
+        status, result = await asyncio.wait_for(third(), 30)
+    finally:
+        answered.set()
+    assert (status, codes(result)) == (200, ["RATE_LIMITED"]), result
+    assert 1750 < result["errors"][0]["extensions"]["retryAfter"] <= 1800

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from aiohttp import web
 
 from tests.client import Api, unique_login
 from tests.conftest import ServerFactory
+from tests.fuzz.wire import address, exchange
+from tests.ws_protocol import TRANSPORT_WS, WAIT, Socket
 
 SIGN_UP = """mutation($input: SignUpInput!) {
   signUp(input: $input) { token expiresAt user { login firstname lastname bio email createdAt } }
@@ -69,6 +72,42 @@ async def test_me_is_null_without_a_token(api: Api) -> None:
 async def test_garbage_tokens_are_unauthenticated_not_500(api: Api, header: str) -> None:
     error = await api.error(ME, headers={"Authorization": header})
     assert error["extensions"]["code"] == "UNAUTHENTICATED"
+
+
+async def test_a_token_that_is_not_text_is_unauthenticated_over_http_and_websocket(api: Api) -> None:
+    """Found by ``tests/test_fuzz_http.py``: a header's bytes that are not UTF-8 reached the
+    session lookup as a string that cannot be encoded, and the answer was INTERNAL_SERVER_ERROR."""
+    host, port = address(api.base_url)
+    body = json.dumps({"query": ME}).encode()
+    head = (
+        b"POST /graphql HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
+        b"Authorization: Bearer abc\xed\xa0\x80def\r\nContent-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+    )
+    answer = await exchange(host, port, head + body)
+    assert answer.status == 200, answer
+    [error] = json.loads(answer.body)["errors"]
+    assert error["extensions"]["code"] == "UNAUTHENTICATED"
+    for token in ("abc\ud800def", "abc def", "a" * 2000):
+        async with Socket.open(api, TRANSPORT_WS) as socket:
+            await socket.send({"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}})
+            assert await asyncio.wait_for(socket.close_code(), WAIT) == 4403, token
+
+
+async def test_a_password_that_is_not_unicode_is_bad_input_at_sign_up_and_wrong_at_sign_in(api: Api) -> None:
+    """Found by ``tests/test_fuzz_variables.py``: a lone surrogate in a password reached the
+    password hash, which cannot encode it, and the answer was INTERNAL_SERVER_ERROR."""
+    login = unique_login("surr")
+    sign_up = "mutation($i: SignUpInput!) { signUp(input: $i) { token } }"
+    fields = {"login": login, "firstname": "S", "lastname": "U", "email": f"{login}@example.com"}
+    error = await api.error(sign_up, {"i": {**fields, "password": "correct-horse\ud800"}})
+    assert (error["extensions"]["code"], error["extensions"]["field"]) == ("BAD_USER_INPUT", "password")
+    account = await api.sign_up("surrb")
+    sign_in = "mutation($l: String!, $p: String!) { signIn(login: $l, password: $p) { token } }"
+    for login_given in (account.login, "nobody-surrogate"):
+        error = await api.error(sign_in, {"l": login_given, "p": "\ud800"})
+        assert error["extensions"]["code"] == "UNAUTHENTICATED"
 
 
 async def test_expired_session_is_unauthenticated(api: Api, app: web.Application) -> None:

@@ -42,6 +42,7 @@ class Verifier:
             settings.verification_webhook_url,
             timeout=settings.verification_webhook_timeout,
             attempts=settings.verification_webhook_attempts,
+            log_codes=settings.embedded,
         )
 
     async def request(self, login: str, identity: Identity, identity_hash: bytes) -> None:

@@ -1,4 +1,5 @@
-"""Delivering verification codes: a JSON POST to the operator's sender, or the log.
+"""Delivering verification codes: a JSON POST to the operator's sender, or on the
+embedded development node, the log.
 
 The webhook (``GATEWAY_VERIFICATION_WEBHOOK_URL``) is the operator's SMS or
 email gateway. Any 2xx answer is a delivery; a timeout, a refused connection or
@@ -25,10 +26,15 @@ BACKOFF_SECONDS = 0.2
 
 
 class CodeSender:
-    def __init__(self, url: str, *, timeout: float, attempts: int) -> None:
+    """POSTs codes to ``url``; without one, writes them to the log when ``log_codes`` (the
+    embedded development node only: on a real cluster the log is read by more people than
+    the code's owner, so a code is never written there and the request is refused)."""
+
+    def __init__(self, url: str, *, timeout: float, attempts: int, log_codes: bool) -> None:
         self.url = url
         self.timeout = timeout
         self.attempts = attempts
+        self.log_codes = log_codes
 
     async def send(self, network: str, network_id: str, code: str, expires_at: datetime) -> None:
         payload = {
@@ -37,6 +43,13 @@ class CodeSender:
             "code": code,
             "expiresAt": expires_at.isoformat().replace("+00:00", "Z"),
         }
+        if not self.url and not self.log_codes:
+            log.error("a verification code was asked for, but GATEWAY_VERIFICATION_WEBHOOK_URL is unset")
+            raise Unavailable(
+                "Verification codes cannot be delivered: no sender is configured "
+                "(GATEWAY_VERIFICATION_WEBHOOK_URL).",
+                retry_safe=True,
+            )
         if not self.url:
             log.warning(
                 "verification code for %s:%s is %s (valid until %s; set GATEWAY_VERIFICATION_WEBHOOK_URL "

@@ -140,6 +140,32 @@ async def read_page(
     return Page(items=out[:first], has_next=len(out) > first)
 
 
+#: What a resuming subscription replays at most; past it, the client pages with `last`/`before`.
+REPLAY_MAX = 500
+
+
+class Seam:
+    """Where a replay of stored messages meets live delivery. The subscription registered
+    before the replay read and holds what arrives meanwhile; a held event is passed on
+    when its message is past ``after`` and was not replayed. Past ``after``: a process
+    hands a channel's events to its subscriptions in the order they came, so one that
+    registers while older ones still wait their turn receives those too, and the client
+    has them. Not replayed: stored before the replay read it, announced after the
+    registration, it is in both, and goes once.
+
+    What this cannot tell: a message whose send began before ``after``'s (an older id)
+    and ended after the client received ``after``, racing it within the send's few
+    milliseconds, is neither replayed nor passed on when the client resumed meanwhile.
+    Sends from one client are never such a pair; the conversation's list shows it."""
+
+    def __init__(self, after: UUID, replayed: Sequence[UUID]) -> None:
+        self._floor = clock.timeuuid_order(after)
+        self._replayed = set(replayed)
+
+    def newer(self, message_id: UUID) -> bool:
+        return message_id not in self._replayed and clock.timeuuid_order(message_id) > self._floor
+
+
 def _ignore(_: Row) -> None:
     return None
 
@@ -250,6 +276,27 @@ class BucketedTimeline:
         page = await self._read(db, key, convert, last, before, backward=True)
         return Page(items=page.items[::-1], has_next=page.has_next)
 
+    async def towards_head(
+        self,
+        db: Database,
+        key: Sequence[object],
+        convert: Callable[[Row], T],
+        *,
+        past: Position,
+        limit: int,
+        head_bucket: int | None = None,
+    ) -> Page[T]:
+        """Up to ``limit`` items past ``past`` towards the head (newer, for a newest-first
+        timeline), nearest ``past`` first: what a subscription replays before it goes live.
+        ``past`` need not be stored. ``head_bucket``, when the caller knows the head's
+        bucket (from a conversation's last message), spares the index read once the walk
+        is there: a replay within one bucket is one read."""
+
+        def known_head(bucket: int | None) -> bool:
+            return head_bucket is not None and bucket == head_bucket
+
+        return await self._read(db, key, convert, limit, past, backward=True, stop=known_head)
+
     async def _has(
         self, db: Database, key: Sequence[object], position: Position, *, towards_head: bool
     ) -> bool:
@@ -271,7 +318,9 @@ class BucketedTimeline:
         start: Position | None,
         *,
         backward: bool,
+        stop: Callable[[int | None], bool] | None = None,
     ) -> Page[T]:
+        """``stop(bucket)``: the walk knows no bucket lies past ``bucket`` (no index read)."""
         self._check(key)
         partition = tuple(key)
         if backward:
@@ -282,6 +331,8 @@ class BucketedTimeline:
             items_first, items_next = self._items_from_start, self._items_past
 
         async def list_buckets(past: int | None, limit: int) -> list[int]:
+            if stop is not None and stop(past):
+                return []
             params: tuple[object, ...]
             if past is None:
                 cql, params = index_first, (*partition, limit)

@@ -38,7 +38,7 @@ import contextvars
 import enum
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -137,6 +137,8 @@ class Follow:
     #: Drops events the replay already delivered (None: keeps all).
     newer: Callable[[Any], bool] | None = None
     held: list[Any] = field(default_factory=list)
+    #: Replayed events not yet yielded, for a subscription without a sink.
+    replaying: list[Any] = field(default_factory=list)
     live: bool = False
     ended: asyncio.Future[BaseException | None] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
@@ -156,19 +158,29 @@ class Follow:
         token: str | None,
         newer: Callable[[Any], bool] | None = None,
         per_viewer: bool = False,
+        replay: Sequence[Any] = (),
     ) -> None:
-        """Start passing events on, as ``viewer`` sees them: those held meanwhile first (the
-        ones ``newer`` keeps), then each as it arrives. ``per_viewer``: never share one
-        execution between viewers (a user's own channel, whose events are theirs)."""
-        self.admit, self.to_root, self.newer = admit, to_root, newer
+        """Start passing events on, as ``viewer`` sees them: ``replay`` first (events made
+        from what was stored, as the broker would have brought them), then those held
+        meanwhile and each as it arrives, the ones ``newer`` keeps (it drops what the
+        replay held already). ``per_viewer``: never share one execution between viewers
+        (a user's own channel, whose events are theirs)."""
+        self.admit, self.to_root = admit, to_root
         self.viewer, self.token, self.per_viewer = viewer, token, per_viewer
         if self.operation is None:
+            self.newer = newer
+            self.replaying = list(replay)
             self.queue = asyncio.Queue()
             for event in self.held:
                 self.queue.put_nowait(event)
             self.held.clear()
         else:
-            # Events keep arriving (held) while the held ones are delivered.
+            # Events keep arriving (held) while the replay and the held ones are delivered.
+            for event in replay:
+                if self.ended.done():
+                    break
+                await self.hub.deliver(self.channel, event, [self])
+            self.newer = newer
             while self.held and not self.ended.done():
                 await self.hub.deliver(self.channel, self.held.pop(0), [self])
             self.held.clear()
@@ -183,6 +195,15 @@ class Follow:
                 raise error
             return
         assert self.queue is not None, "go_live() first"
+        assert self.admit is not None and self.to_root is not None
+        while self.replaying:
+            event = self.replaying.pop(0)
+            verdict = self.admit(event)
+            if verdict in (Verdict.DELIVER, Verdict.DELIVER_THEN_END):
+                yield self.to_root(event)
+            if verdict in (Verdict.DELIVER_THEN_END, Verdict.END):
+                self.end()
+                return
         while True:
             getter = asyncio.ensure_future(self.queue.get())
             done, _ = await asyncio.wait({getter, self.ended}, return_when=asyncio.FIRST_COMPLETED)

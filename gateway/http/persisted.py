@@ -19,7 +19,7 @@ import hashlib
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -200,15 +200,27 @@ class PersistedQueries:
             return document
         return query
 
-    async def remember(self, query: str | None, extensions: Mapping[str, Any] | None) -> None:
+    async def remember(
+        self,
+        query: str | None,
+        extensions: Mapping[str, Any] | None,
+        admit: Callable[[], Awaitable[bool]] | None = None,
+    ) -> None:
         """Register a query sent with its hash, once it has run: the caller calls this only
-        for a document that parsed and validated, so no junk text is kept under its hash."""
+        for a document that parsed and validated, so no junk text is kept under its hash.
+
+        A document the store does not know yet is kept only if ``admit()`` says so (the
+        client's registration rate limit); one it knows costs nothing and stays."""
         persisted = (extensions or {}).get("persistedQuery")
         if self.trusted is not None or query is None or not isinstance(persisted, dict):
             return
         sha256 = persisted.get("sha256Hash")
-        if isinstance(sha256, str) and _SHA256.fullmatch(sha256) and sha256_hex(query) == sha256:
-            await self.store.put(sha256, query)
+        if not (isinstance(sha256, str) and _SHA256.fullmatch(sha256) and sha256_hex(query) == sha256):
+            return
+        if admit is not None:
+            if await self.store.get(sha256) is not None or not await admit():
+                return
+        await self.store.put(sha256, query)
 
     def _trusted(self, query: str | None, sha256: str | None) -> str | ExecutionResult | None:
         assert self.trusted is not None

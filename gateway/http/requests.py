@@ -9,9 +9,10 @@ error with ``extensions.code`` and the exception's status.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter, HTTPException
@@ -19,6 +20,8 @@ from graphql import GraphQLSchema
 
 from gateway.graph.limits import QueryLimits
 from gateway.http.jsoncodec import loads
+
+T = TypeVar("T")
 
 
 class RequestRefused(HTTPException):
@@ -89,21 +92,44 @@ class Endpoint:
     limits: QueryLimits
     max_tokens: int
     max_json_bytes: int
+    #: Seconds a body may go without a byte while it is read (``GATEWAY_BODY_TIMEOUT_SECONDS``).
+    body_timeout: float = 30.0
+
+
+def body_stalled(seconds: float) -> RequestRefused:
+    return RequestRefused(
+        408, f"The request body stalled: no byte came for {seconds:g} s. Send the body without pauses."
+    )
+
+
+async def within(seconds: float, read: Awaitable[T]) -> T:
+    """``await read``, or :func:`body_stalled` when it brings nothing for ``seconds``: a read of
+    a request body waits only as long as its client keeps sending (the gateway answers 408
+    and closes the connection, ``gateway/server/aiohttp_internals.py``). Only the time spent
+    waiting for the client counts: what the gateway does between two reads does not."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await read
+    except TimeoutError:
+        raise body_stalled(seconds) from None
 
 
 ENDPOINT = web.AppKey("graphql_endpoint", Endpoint)
 
 
 class BoundedRequestAdapter(AiohttpHTTPRequestAdapter):
-    """Reads a JSON body only up to ``Endpoint.max_json_bytes`` (the application's
-    ``client_max_size`` is set to the same value)."""
+    """Reads a JSON body only up to ``Endpoint.max_json_bytes``, and only while it keeps
+    coming (``Endpoint.body_timeout`` at most between two pieces)."""
 
     async def get_body(self) -> bytes:
-        limit = self.request.app[ENDPOINT].max_json_bytes
+        endpoint = self.request.app[ENDPOINT]
+        limit = endpoint.max_json_bytes
         length = self.request.content_length
         if length is not None and length > limit:
             raise too_large("The request body", limit)
-        try:
-            return await super().get_body()
-        except web.HTTPRequestEntityTooLarge as exc:
-            raise too_large("The request body", limit) from exc
+        body = bytearray()
+        while piece := await within(endpoint.body_timeout, self.request.content.readany()):
+            body += piece
+            if len(body) > limit:
+                raise too_large("The request body", limit)
+        return bytes(body)

@@ -116,6 +116,12 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
             # A multipart body's part with an oversized or malformed header, read mid-stream.
             detail = (exc.message or "malformed").strip().splitlines()[0][:200]
             response = refused_response(request, RequestRefused(400, MALFORMED_BODY.format(detail=detail)))
+        except web.RequestPayloadError as exc:
+            # A body whose framing breaks while it is read (a chunk size that is not one).
+            cause = exc.__cause__
+            detail = cause.message if isinstance(cause, HttpProcessingError) else str(exc)
+            detail = (detail or "malformed").strip().splitlines()[0][:200]
+            response = refused_response(request, RequestRefused(400, MALFORMED_BODY.format(detail=detail)))
         if response.prepared or isinstance(response, web.WebSocketResponse):
             return response
         if request.method != "GET":
@@ -157,18 +163,28 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         fails that handshake's first test, so it is answered here."""
         if request.headers.get(hdrs.UPGRADE, "").lower().strip() != "websocket":
             return False
+        if not request.headers.get(hdrs.SEC_WEBSOCKET_KEY, "").isascii():
+            # aiohttp's handshake decodes the key as base64 and fails with a 500 on a key that
+            # is not ASCII (it expects only base64's own error); refused as any bad key is.
+            raise RequestRefused(400, "Handshake error: Sec-WebSocket-Key is not base64.")
         return super().is_websocket_request(request)
 
     def parse_json(self, data: str | bytes) -> Any:
         return parse_request_json(data)
 
     def decode_json(self, data: str | bytes) -> object:
-        """WebSocket messages are read as HTTP bodies are (the same depth limit); one that
-        is not such JSON is a protocol error the handler answers (4400)."""
+        """WebSocket messages are read as HTTP bodies are (the same depth limit), and must
+        have a shape one of the protocols gives a client's message; anything else is a
+        message the handler cannot read (``graphql-transport-ws`` closes with 4400, legacy
+        ``graphql-ws`` ignores it), never one a handler indexes blindly."""
         try:
-            return parse_request_json(data)
+            message = parse_request_json(data)
         except HTTPException as exc:
             raise JSONDecodeError(exc.reason, "", 0) from exc
+        problem = socket_message_problem(message)
+        if problem is not None:
+            raise JSONDecodeError(problem, "", 0)
+        return message
 
     def encode_json(self, data: object) -> str:
         """Text (WebSocket frames are sent as text); HTTP responses take the bytes directly.
@@ -221,8 +237,14 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         except MissingQueryError as exc:
             raise HTTPException(400, "No GraphQL query found in the request") from exc
         if not is_request_error(result.data, result.errors):
-            await self.persisted_queries.remember(request_data.query, request_data.extensions)
+            await self.persisted_queries.remember(
+                request_data.query, request_data.extensions, lambda: self.admit_registration(context)
+            )
         return result
+
+    async def admit_registration(self, context: Any) -> bool:
+        """Whether the client of ``context`` may register one more persisted query."""
+        return True
 
     async def process_result(self, request: web.Request, result: ExecutionResult) -> GraphQLHTTPResponse:
         response = await super().process_result(request, result)
@@ -263,6 +285,46 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
                 ]
                 response.set_status(request_error_status(codes))
         return response
+
+
+#: Message types that name an operation by its ``id``.
+_OPERATION_TYPES = ("subscribe", "complete", "start", "stop")
+
+
+def _is_text(value: object) -> bool:
+    """A string that can be written back (no lone surrogate: a handler that echoes the
+    ``type`` in a close reason, or an ``id`` in a message, must be able to encode it)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def socket_message_problem(message: object) -> str | None:
+    """What makes ``message`` no client message of ``graphql-transport-ws`` or legacy
+    ``graphql-ws``, or None: an object with a ``type`` of text, an ``id`` of text if any
+    (and always for the messages of an operation), a ``payload`` that is an object or null
+    if any, and for ``subscribe``/``start`` a payload with a string ``query``, object
+    ``variables`` and ``extensions`` and a string ``operationName`` where given."""
+    if not isinstance(message, dict):
+        return "A message is a JSON object."
+    if not _is_text(message.get("type")):
+        return "A message has a string `type`."
+    if ("id" in message or message["type"] in _OPERATION_TYPES) and not _is_text(message.get("id")):
+        return "An operation's message has a string `id`."
+    payload = message.get("payload")
+    if payload is not None and not isinstance(payload, dict):
+        return "A message's `payload` is an object."
+    if message["type"] in ("subscribe", "start"):
+        if payload is None or not isinstance(payload.get("query"), str):
+            return "An operation's payload has a string `query`."
+        for name, kind in (("variables", dict), ("extensions", dict), ("operationName", str)):
+            if payload.get(name) is not None and not isinstance(payload[name], kind):
+                return f"An operation's `{name}` is a {'string' if kind is str else 'JSON object'}."
+    return None
 
 
 def refused_response(request: web.Request, exc: HTTPException) -> web.Response:

@@ -1,4 +1,4 @@
-"""Signed download links: absolute attachment URLs that work without the bearer token.
+"""Signed download links: attachment URLs that work without the bearer token.
 
 An ``<img>``, a ``<video>``, an ``<a download>`` or an OS download manager
 cannot send an ``Authorization`` header, so ``Attachment.url`` carries its own
@@ -73,19 +73,18 @@ class DownloadLinks:
         earliest = int(now if now is not None else time.time()) + self.ttl
         return -(-earliest // step) * step
 
-    def mint(
-        self, origin: str, email_id: UUID, filename: str, viewer: str, *, now: float | None = None
-    ) -> SignedLink:
-        """The absolute URL of a file for ``viewer``; ``origin`` (``scheme://host``) is used
-        when ``GATEWAY_PUBLIC_URL`` is unset."""
+    def mint(self, email_id: UUID, filename: str, viewer: str, *, now: float | None = None) -> SignedLink:
+        """The URL of a file for ``viewer``: absolute under ``GATEWAY_PUBLIC_URL``, else a path
+        on the API's own origin. Never built from the request's ``Host``: a client (or whoever
+        stands between it and us) chooses that header, and a link made from it would send the
+        credential it carries to their host."""
         expires = self.expiry(now)
         query = urlencode(
             {"u": viewer, "exp": expires, "sig": self._signature(email_id, filename, viewer, expires)},
             quote_via=quote,
         )
-        base = self.public_url or origin.rstrip("/")
         return SignedLink(
-            url=f"{base}{download_path(str(email_id), filename)}?{query}",
+            url=f"{self.public_url}{download_path(str(email_id), filename)}?{query}",
             expires_at=datetime.fromtimestamp(expires, UTC),
         )
 

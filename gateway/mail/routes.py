@@ -19,6 +19,7 @@ from gateway.mail.ranges import ByteRange, Unsatisfiable, entity_tag, none_match
 from gateway.mail.records import AttachmentRecord
 from gateway.mail.store import MailStore
 from gateway.mail.uploads import UPLOAD_SINK, UploadSink, discard_unclaimed_uploads
+from gateway.ratelimit.policy import Limit
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,11 @@ def install(app: web.Application, services: Services) -> None:
     """Add the download route, and the upload sink and clean-up that
     :class:`StreamingUploadAdapter` (the ``/graphql`` view's request adapter) relies on."""
     app[MAIL_SERVICES] = services
-    app[UPLOAD_SINK] = UploadSink(services.store(AttachmentStore), services.authenticate)
+    app[UPLOAD_SINK] = UploadSink(
+        services.store(AttachmentStore),
+        services.authenticate,
+        lambda login: services.rate_limits.check(Limit.UPLOAD, login),
+    )
     services.store(DownloadLinks)  # made now, so a missing signing secret is reported at start
     app.middlewares.append(discard_unclaimed_uploads)
     app.router.add_get("/attachments/{email_id}/{filename}", download)

@@ -85,7 +85,7 @@ def uploads(values: list[Any] | None) -> list[StoredUpload]:
     result: list[StoredUpload] = []
     for value in values or ():
         if isinstance(value, RefusedUpload):
-            raise BadUserInput("attachments", value.reason)
+            raise value.error or BadUserInput("attachments", value.reason)
         if not isinstance(value, StoredUpload):
             raise BadUserInput(
                 "attachments", "Send attachments as files of a multipart request (GraphQL multipart spec)."

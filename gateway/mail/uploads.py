@@ -12,8 +12,13 @@ the spec's order and refuses anything else with ``BAD_REQUEST``:
 3. the caller is authenticated: an anonymous caller's files are never read,
    and the operation runs with each replaced by a :class:`RefusedUpload`
    (``sendEmail`` then answers ``UNAUTHENTICATED``);
-4. only then each file part, which must be named in ``map``, is piped
+4. the caller's upload limit (``GATEWAY_RATE_UPLOADS``) is taken, once per
+   request: over it no file is read either (``RATE_LIMITED``);
+5. only then each file part, which must be named in ``map``, is piped
    straight into ``attachment_chunks`` one 1000 KiB chunk at a time.
+
+Every read waits at most ``GATEWAY_BODY_TIMEOUT_SECONDS`` for the client: a body
+that stalls is answered 408 and its connection closed (:func:`gateway.http.requests.within`).
 
 Resolvers receive a :class:`StoredUpload` (what was stored) or a
 :class:`RefusedUpload` (why nothing was) in place of the file. Reading stops at
@@ -36,9 +41,10 @@ from aiohttp.multipart import BodyPartReader, MultipartReader
 from cross_web import FormData
 
 from gateway.db.clock import new_timeuuid
+from gateway.errors import GatewayError, RateLimited
 from gateway.http.auth import bearer_token
 from gateway.http.multipart import MAX_MAP_BYTES, SPEC_ORDER, parse_map, parse_operations, upload_targets
-from gateway.http.requests import ENDPOINT, BoundedRequestAdapter, bad_request, too_large
+from gateway.http.requests import ENDPOINT, BoundedRequestAdapter, bad_request, too_large, within
 from gateway.mail.attachment_store import MAX_ATTACHMENT_BYTES, AttachmentStore, TooLarge
 from gateway.mail.names import content_type_of, decode_client_filename, sanitize_filename
 
@@ -62,16 +68,20 @@ class StoredUpload:
 
 @dataclass(frozen=True)
 class RefusedUpload:
-    """A file that was not stored, and why (the resolver reports it as bad input)."""
+    """A file that was not stored, and why: the resolver raises ``error``, or reports
+    ``reason`` as bad input."""
 
     filename: str
     reason: str
+    error: GatewayError | None = None
 
 
 @dataclass(frozen=True)
 class UploadSink:
     attachments: AttachmentStore
     authenticate: Callable[[str], Awaitable[str | None]]
+    #: Takes one upload from the user's bucket (``Limit.UPLOAD``), or raises RateLimited.
+    admit: Callable[[str], Awaitable[None]]
 
 
 UPLOAD_SINK = web.AppKey("mail_upload_sink", UploadSink)
@@ -89,29 +99,46 @@ class StreamingUploadAdapter(BoundedRequestAdapter):
         staged: list[StoredUpload] = []
         self.request[STAGED_UPLOADS] = staged
         reader = await self.request.multipart()
-        operations = await _leading_field(reader, "operations", endpoint.max_json_bytes)
-        raw_map = await _leading_field(reader, "map", MAX_MAP_BYTES)
+        wait = endpoint.body_timeout
+        operations = await _leading_field(reader, "operations", endpoint.max_json_bytes, wait)
+        raw_map = await _leading_field(reader, "map", MAX_MAP_BYTES, wait)
         mapping = parse_map(raw_map)
         upload_targets(endpoint, parse_operations(operations), mapping)
         form = {"operations": operations, "map": raw_map}
-        if mapping and not await self._viewer(sink):
-            refused = {name: RefusedUpload(name, "Sign in to upload files.") for name in mapping}
-            self._form_data = FormData(files=refused, form=form)
-            return self._form_data
-        self._form_data = FormData(files=await _stream_files(reader, mapping, sink, staged), form=form)
+        if mapping:
+            refused = await self._refusal(sink, mapping)
+            if refused is not None:
+                self._form_data = FormData(files=refused, form=form)
+                return self._form_data
+        files = await _stream_files(reader, mapping, sink, staged, wait)
+        self._form_data = FormData(files=files, form=form)
         return self._form_data
+
+    async def _refusal(
+        self, sink: UploadSink, mapping: dict[str, list[str]]
+    ) -> dict[str, StoredUpload | RefusedUpload] | None:
+        """Every file refused unread when the caller is anonymous or over the upload limit
+        (taken here, once per request, before the first byte is stored); None to read them."""
+        login = await self._viewer(sink)
+        if login is None:
+            return {name: RefusedUpload(name, "Sign in to upload files.") for name in mapping}
+        try:
+            await sink.admit(login)
+        except RateLimited as exc:
+            return {name: RefusedUpload(name, exc.message, exc) for name in mapping}
+        return None
 
     async def _viewer(self, sink: UploadSink) -> str | None:
         token = bearer_token(self.request.headers.get("Authorization"))
         return await sink.authenticate(token) if token else None
 
 
-async def _leading_field(reader: MultipartReader, name: str, limit: int) -> str:
-    part = await reader.next()
+async def _leading_field(reader: MultipartReader, name: str, limit: int, wait: float) -> str:
+    part = await within(wait, reader.next())
     if not isinstance(part, BodyPartReader) or part.name != name or part.filename is not None:
         raise bad_request(SPEC_ORDER)
     data = bytearray()
-    while chunk := await part.read_chunk():
+    while chunk := await within(wait, part.read_chunk()):
         data += chunk
         if len(data) > limit:
             raise too_large(f"`{name}`", limit)
@@ -122,12 +149,17 @@ async def _leading_field(reader: MultipartReader, name: str, limit: int) -> str:
 
 
 async def _stream_files(
-    reader: MultipartReader, mapping: dict[str, list[str]], sink: UploadSink, staged: list[StoredUpload]
+    reader: MultipartReader,
+    mapping: dict[str, list[str]],
+    sink: UploadSink,
+    staged: list[StoredUpload],
+    wait: float,
 ) -> dict[str, StoredUpload | RefusedUpload]:
-    """Each file part the map names, stored; refused ones (and the rest) as :class:`RefusedUpload`."""
+    """Each file part the map names, stored; refused ones (and the rest) as :class:`RefusedUpload`.
+    Every read waits at most ``wait`` seconds for the client."""
     files: dict[str, StoredUpload | RefusedUpload] = {}
     refusal: str | None = None
-    while (part := await reader.next()) is not None:
+    while (part := await within(wait, reader.next())) is not None:
         if not isinstance(part, BodyPartReader) or part.name not in mapping or part.name in files:
             name = getattr(part, "name", None)
             raise bad_request(f"Part {name!r} is not a file the `map` names. {SPEC_ORDER}")
@@ -137,8 +169,12 @@ async def _stream_files(
             files[part.name] = RefusedUpload(filename, refusal)
             break
         attachment_id = new_timeuuid()
+
+        def read(size: int, part: BodyPartReader = part) -> Awaitable[bytes]:
+            return within(wait, part.read_chunk(size))
+
         try:
-            size, chunk_count = await sink.attachments.write_stream(attachment_id, part.read_chunk)
+            size, chunk_count = await sink.attachments.write_stream(attachment_id, read)
         except TooLarge:
             refusal = f"`{filename}` is larger than {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MB."
             files[part.name] = RefusedUpload(filename, refusal)

@@ -26,9 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from uuid import UUID
 
 from gateway.broker.pubsub import PubSub
 from gateway.db.clock import new_timeuuid, time_of
+from gateway.db.timeline import REPLAY_MAX, Seam
+from gateway.errors import BadUserInput
 from gateway.messenger.events import (
     publish_message,
     receipt_event,
@@ -74,6 +77,18 @@ class MessengerService:
         if self.pubsub is not None:
             await publish_message(self.pubsub, message)
         return Sent(message, stored_now=True)
+
+    async def replay(self, viewer: str, after: UUID) -> tuple[list[MessageRecord], Seam]:
+        """What ``messageReceived(after:)`` replays before it goes live (oldest first, at most
+        ``REPLAY_MAX``; beyond that ``BAD_USER_INPUT`` on ``after``), and its seam."""
+        messages = await self.store.messages_since(viewer, after, REPLAY_MAX)
+        if messages is None:
+            raise BadUserInput(
+                "after",
+                f"More than {REPLAY_MAX} messages since `after`: page the conversations with "
+                "`last`/`before` (`me.talkPartners` shows which changed), then subscribe from the newest.",
+            )
+        return messages, Seam(after, [message.id for message in messages])
 
     async def mark_read(self, owner: str, partner: str) -> PartnerRecord:
         """Everything unread from ``partner`` becomes read (``unread_store.py``), and when

@@ -6,19 +6,21 @@ logged batch; the order of a send around it is in ``service.py``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
 from gateway.db import clock, timeline
-from gateway.db.clock import micros_of
+from gateway.db.clock import micros_of, timeuuid_order
 from gateway.db.session import Database, Row
 from gateway.messenger.activity_store import ActivityIndex, Mark, Spot
 from gateway.messenger.records import (
     LastMessage,
     MessageRecord,
     PartnerRecord,
+    conversation_id,
 )
 from gateway.messenger.unread_store import UnreadLedger
 from gateway.settings import Settings
@@ -40,6 +42,13 @@ PAGE_SLACK = 4
 #: Slices one page may read when stale rows left it short; past it the page is
 #: returned short, with ``has_next``.
 MAX_SLICES_PER_PAGE = 3
+#: Talk partners whose rows one read fetches while finding the conversations a replay reads.
+REPLAY_PARTNERS_PAGE = 100
+#: Activity rows per slice, and slices, a replay reads at most before it gives up (too many).
+REPLAY_SLICE = 1000
+REPLAY_SLICES = 4
+#: Conversations a replay reads at once.
+REPLAY_CONCURRENCY = 16
 
 _LAST_MESSAGE = (
     "SELECT last_message FROM talk_partners"
@@ -151,6 +160,64 @@ class MessengerStore:
         return await _CONVERSATION.read(
             self.db, (conversation,), _message, size=size, cursor=cursor, backward=backward
         )
+
+    async def messages_since(self, owner: str, after: UUID, limit: int) -> list[MessageRecord] | None:
+        """Every message to or from ``owner``, in any conversation, stored after the message
+        ``after`` (which need not be stored), oldest first; None when there are more than
+        ``limit``. What ``messageReceived(after:)`` replays.
+
+        The activity index names every pair with a message since ``after``'s slot (a slice
+        upwards from it); their rows (one ``IN`` read per ``REPLAY_PARTNERS_PAGE``) tell
+        which have a last message past ``after``, and each of those conversations is read
+        from ``after`` on, concurrently: one read when its last message is in ``after``'s
+        bucket, one more per bucket it crossed. So a phone that missed messages in k
+        conversations costs 2 + k statements, and a send costs nothing more than it did.
+        A row left at an older slot by a move counts too: unlike a page of the main view,
+        a replay cannot skip a pair that moved while it read.
+        """
+        floor = timeuuid_order(after)
+        candidates: dict[str, None] = {}
+        slot = self.activity.slot_of(after)
+        for _ in range(REPLAY_SLICES):
+            spots = await self.activity.slice(owner, slot, REPLAY_SLICE, inclusive=True, upward=True)
+            candidates.update(dict.fromkeys(spot.partner for spot in spots))
+            if len(spots) < REPLAY_SLICE:
+                break
+            slot = spots[-1].slot  # the last slot may go on past the slice: read it again
+        else:
+            return None
+        names = list(candidates)
+        pages = [names[n : n + REPLAY_PARTNERS_PAGE] for n in range(0, len(names), REPLAY_PARTNERS_PAGE)]
+        rows = await asyncio.gather(*(self.partners_among(owner, page) for page in pages))
+        changed = [
+            record
+            for found in rows
+            for record in found.values()
+            if record.last_message is not None and timeuuid_order(record.last_message.id) > floor
+        ]
+        if len(changed) > limit:  # each holds a message after ``after``
+            return None
+        past = timeline.Position(self.bucket_of(after), after)
+        gate = asyncio.Semaphore(REPLAY_CONCURRENCY)
+
+        async def since(record: PartnerRecord) -> list[MessageRecord]:
+            assert record.last_message is not None
+            async with gate:
+                page = await _CONVERSATION.towards_head(
+                    self.db,
+                    (conversation_id(owner, record.partner),),
+                    _message,
+                    past=past,
+                    limit=limit + 1,
+                    head_bucket=self.bucket_of(record.last_message.id),
+                )
+            return [message for _, message in page.items]
+
+        found = [message for part in await asyncio.gather(*map(since, changed)) for message in part]
+        if len(found) > limit:
+            return None
+        found.sort(key=lambda message: timeuuid_order(message.id))
+        return found
 
     # -- talk partners ------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """The one interface every rate limit goes through, and its in-process implementation.
 
-A :class:`RateLimiter` keeps two kinds of state per key: token buckets
-(:meth:`~RateLimiter.take`) and failure back-off (:meth:`~RateLimiter.attempt`,
-:meth:`~RateLimiter.forgive`). Each call is one
+A :class:`RateLimiter` keeps three kinds of state per key: token buckets
+(:meth:`~RateLimiter.take`), failure back-off (:meth:`~RateLimiter.attempt`,
+:meth:`~RateLimiter.forgive`) and marks that expire (:meth:`~RateLimiter.mark`,
+:meth:`~RateLimiter.marked`). Each call is one
 atomic read-modify-write of one key, so a broker-backed limiter (a Redis script
 per method) shares the same limits between processes without changing callers.
 """
@@ -72,6 +73,14 @@ class RateLimiter(Protocol):
         """Forget ``key``'s failures (a success)."""
         ...
 
+    async def mark(self, key: str, seconds: float) -> None:
+        """Remember ``key`` for ``seconds`` (a login's address it signed in from)."""
+        ...
+
+    async def marked(self, key: str) -> bool:
+        """Whether ``key`` is remembered."""
+        ...
+
 
 @dataclass
 class _Bucket:
@@ -85,18 +94,26 @@ class _Strikes:
     last: float
 
 
+@dataclass
+class _Mark:
+    until: float
+
+
+_State = _Bucket | _Strikes | _Mark
+
+
 class InProcessRateLimiter:
     """Token buckets and failure counts in this process's memory, at most ``max_keys`` of them."""
 
     def __init__(self, *, max_keys: int = MAX_KEYS, clock: Callable[[], float] = time.monotonic) -> None:
-        self._state: OrderedDict[str, _Bucket | _Strikes] = OrderedDict()
+        self._state: OrderedDict[str, _State] = OrderedDict()
         self._max_keys = max_keys
         self._clock = clock
 
     def __len__(self) -> int:
         return len(self._state)
 
-    def _remember(self, key: str, value: _Bucket | _Strikes) -> None:
+    def _remember(self, key: str, value: _State) -> None:
         self._state[key] = value
         self._state.move_to_end(key)
         while len(self._state) > self._max_keys:
@@ -133,3 +150,15 @@ class InProcessRateLimiter:
 
     async def forgive(self, key: str, backoff: Backoff) -> None:
         self._state.pop(f"{backoff.name}:{key}", None)
+
+    async def mark(self, key: str, seconds: float) -> None:
+        self._remember(key, _Mark(self._clock() + seconds))
+
+    async def marked(self, key: str) -> bool:
+        mark = self._state.get(key)
+        if not isinstance(mark, _Mark):
+            return False
+        if mark.until <= self._clock():
+            del self._state[key]
+            return False
+        return True

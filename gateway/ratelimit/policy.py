@@ -1,8 +1,9 @@
 """The rate limits of the API, named in one place, and the checks callers make.
 
 What each limit is keyed by is what an attacker would exhaust or probe: a login
-for password guessing, a client address for sign-ups and anonymous comments, a
-user for what a signed-in account can send, upload or look up. Callers name a
+and a client address for password guessing (with a looser ceiling per login), a
+client address for sign-ups, anonymous comments and persisted-query
+registrations, a user for what a signed-in account can send, upload or look up. Callers name a
 :class:`Limit` and a key; refusal is :class:`~gateway.errors.RateLimited`.
 """
 
@@ -24,6 +25,8 @@ class Limit(enum.Enum):
 
     #: signIn attempts per client address.
     SIGN_IN = "rate_sign_in"
+    #: signIn attempts per login from addresses it has not signed in from lately.
+    SIGN_IN_LOGIN = "rate_sign_in_login"
     #: signUp per client address.
     SIGN_UP = "rate_sign_up"
     #: addComment (anonymous) per client address.
@@ -42,6 +45,8 @@ class Limit(enum.Enum):
     WRONG_CODE = "rate_wrong_codes"
     #: identities an address-book upload newly answered with their user, per user.
     IDENTITY_LOOKUP = "rate_identity_lookups"
+    #: automatic persisted queries registered per client address.
+    PERSISTED_QUERIES = "rate_persisted_queries"
 
 
 #: Limits that refuse (``UNAVAILABLE``) while a shared limiter cannot reach its state:
@@ -50,8 +55,16 @@ class Limit(enum.Enum):
 #: for unlimited guessing. The others limit volume (sign-ups, comments, sends,
 #: uploads): an outage's worth of excess is bounded and cleaned up, while refusing
 #: them would stop the product's everyday actions, so they allow and log.
-#: The sign-in back-off per login fails closed as well.
-FAIL_CLOSED = frozenset({Limit.SIGN_IN, Limit.VERIFICATION_REQUEST, Limit.WRONG_CODE, Limit.IDENTITY_LOOKUP})
+#: The sign-in back-off per login and address fails closed as well.
+FAIL_CLOSED = frozenset(
+    {
+        Limit.SIGN_IN,
+        Limit.SIGN_IN_LOGIN,
+        Limit.VERIFICATION_REQUEST,
+        Limit.WRONG_CODE,
+        Limit.IDENTITY_LOOKUP,
+    }
+)
 
 
 def rules_of(settings: Settings) -> dict[Limit, Rule | None]:
@@ -99,20 +112,48 @@ class RateLimits:
         if not decision.allowed:
             raise RateLimited(decision.retry_after)
 
-    # -- signIn: growing back-off per login ---------------------------------
+    # -- signIn: back-off per login and address, a ceiling per login -------
 
-    async def begin_sign_in(self, login: str) -> None:
-        """Raise RateLimited while ``login`` waits out its failures; otherwise this
-        attempt counts as a failure until :meth:`sign_in_succeeded`. Fails closed
-        (:class:`LimiterUnavailable`) when the shared state is unreachable."""
-        decision = await self.limiter.attempt(login, self.backoff)
+    async def begin_sign_in(self, login: str, address: str) -> None:
+        """Raise RateLimited while ``login`` waits out its failures from ``address``, or,
+        unless it signed in from ``address`` lately, while its ceiling over every
+        address is spent; otherwise this attempt counts as a failure until
+        :meth:`sign_in_succeeded`. Fails closed (:class:`LimiterUnavailable`) when the
+        shared state is unreachable.
+
+        Failures are counted per (login, address), so someone failing on purpose
+        backs off only their own address and never locks the owner out. Guessing
+        spread over many addresses meets the looser per-login bucket instead, which
+        slows it to the bucket's rate (a refusal waits for one token, never the
+        doubling back-off) and leaves out the addresses the owner signed in from."""
+        decision = await self.limiter.attempt(_pair(login, address), self.backoff)
         if not decision.allowed:
             raise RateLimited(decision.retry_after)
+        rule = self.rules[Limit.SIGN_IN_LOGIN]
+        if rule is not None and not await self.limiter.marked(_familiar(login, address)):
+            decision = await self.limiter.take(login, rule)
+            if not decision.allowed:
+                raise RateLimited(decision.retry_after)
 
-    async def sign_in_succeeded(self, login: str) -> None:
-        """Forget ``login``'s failures; if the state became unreachable since the attempt,
+    async def sign_in_succeeded(self, login: str, address: str) -> None:
+        """Forget the failures of ``login`` from ``address`` and remember the address as
+        one the login signs in from; if the state became unreachable since the attempt,
         the sign-in still succeeds and the failures simply stay counted."""
         try:
-            await self.limiter.forgive(login, self.backoff)
+            await self.limiter.forgive(_pair(login, address), self.backoff)
+            await self.limiter.mark(_familiar(login, address), FAMILIAR_SECONDS)
         except LimiterUnavailable:
             log.warning("sign-in failures of a login not forgiven: the rate-limit state is unreachable")
+
+
+#: How long an address a login signed in from stays exempt from the login's ceiling.
+FAMILIAR_SECONDS = 30 * 86400.0
+
+
+def _pair(login: str, address: str) -> str:
+    """One key per (login, address); an address never contains ``@``, so the last one splits it."""
+    return f"{login}@{address}"
+
+
+def _familiar(login: str, address: str) -> str:
+    return f"sign_in_familiar:{_pair(login, address)}"

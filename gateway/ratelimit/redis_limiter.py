@@ -16,6 +16,7 @@ seconds, so a dead broker costs one timeout per interval, not one per request.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
@@ -132,3 +133,9 @@ class RedisRateLimiter:
 
     async def forgive(self, key: str, backoff: Backoff) -> None:
         await self._call(self._client.delete(f"{self._prefix}{backoff.name}:{key}"))
+
+    async def mark(self, key: str, seconds: float) -> None:
+        await self._call(self._client.set(self._prefix + key, b"1", px=max(1, math.ceil(seconds * 1000))))
+
+    async def marked(self, key: str) -> bool:
+        return bool(await self._call(self._client.exists(self._prefix + key)))

@@ -106,6 +106,21 @@ class RoomHistory:
             backward=backward,
         )
 
+    async def since(
+        self, room_name: str, room_id: UUID, after: UUID, limit: int
+    ) -> list[RoomMessageRecord] | None:
+        """The messages stored after the message ``after`` (which need not be stored),
+        oldest first; None when there are more than ``limit``. One read per bucket from
+        ``after``'s on, and one of the bucket index."""
+        page = await _HISTORY.towards_head(
+            self.db,
+            (room_id,),
+            lambda row: self._record(room_name, room_id, row),
+            past=Position(bucket_of_timeuuid(after, self.granularity), after),
+            limit=limit,
+        )
+        return None if page.has_next else [message for _, message in page.items]
+
     async def erase(self, room_id: UUID) -> None:
         """Delete every bucket partition of a room's history, then its bucket index: whole
         partitions of a deleted room incarnation, which nothing reads any more."""

@@ -18,7 +18,8 @@ from gateway.db.clock import new_timeuuid
 from gateway.db.idempotency import MutationKeys
 from gateway.db.lwt import compare_and_set
 from gateway.db.session import CassandraUnavailable, ContentionExhausted, Database
-from gateway.errors import Conflict, Forbidden, GatewayError, NotFound
+from gateway.db.timeline import REPLAY_MAX, Seam
+from gateway.errors import BadUserInput, Conflict, Forbidden, GatewayError, NotFound
 from gateway.rooms.events import RoomEvent, RoomEventKind, room_channel
 from gateway.rooms.history_store import RoomHistory
 from gateway.rooms.member_store import MemberStore
@@ -252,6 +253,24 @@ class RoomService:
         message = await self.history.append(room.name, room.id, viewer, content, message_id=message_id)
         await self.pubsub.publish(room_channel(name), RoomEvent(RoomEventKind.MESSAGE, message, room, viewer))
         return message, room
+
+    async def replay(self, room: RoomRecord, after: UUID) -> tuple[list[RoomEvent], Seam]:
+        """What ``roomMessages(after:)`` replays before it goes live: the room's messages
+        stored after ``after``, oldest first, as the events that announced them (at most
+        ``REPLAY_MAX``; beyond that ``BAD_USER_INPUT`` on ``after``), and its seam. A
+        replayed leave or deletion is history: it ends nothing."""
+        messages = await self.history.since(room.name, room.id, after, REPLAY_MAX)
+        if messages is None:
+            raise BadUserInput(
+                "after",
+                f"More than {REPLAY_MAX} messages since `after`: page `room.messages` with "
+                "`last`/`before`, then subscribe from the newest.",
+            )
+        events = [
+            RoomEvent(RoomEventKind.MESSAGE, message, room, message.author_login or "")
+            for message in messages
+        ]
+        return events, Seam(after, [message.id for message in messages])
 
     async def _announce(self, kind: RoomEventKind, room: RoomRecord, login: str, text: str) -> None:
         """Store a system message in the room's history and deliver it to subscribers."""

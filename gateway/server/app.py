@@ -20,6 +20,7 @@ from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.composition import Composition, compose
 from gateway.db.migrations import migrate
 from gateway.db.session import CassandraUnavailable, Database
+from gateway.errors import RateLimited
 from gateway.graph.context import Context, Services
 from gateway.graph.executor_internals import graphql_schema
 from gateway.graph.limits import QueryLimits
@@ -32,9 +33,10 @@ from gateway.http.requests import ENDPOINT, Endpoint
 from gateway.http.sockets import SocketCounts
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
+from gateway.ratelimit.policy import Limit
 from gateway.server.drain import Drain
 from gateway.server.graphiql import add_static_routes, render_graphiql
-from gateway.server.metrics import UPGRADED
+from gateway.server.metrics import UPGRADED, Exposure
 from gateway.server.metrics import install as install_metrics
 from gateway.settings import Settings
 from gateway.tasks import cancel_and_wait
@@ -111,6 +113,20 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView[Context, None]):
             token=None if websocket else bearer_token(request.headers.get("Authorization")),
             websocket=websocket,
         )
+
+    async def admit_registration(self, context: Any) -> bool:
+        """Take from the client address's bucket of registrations; over it, the operation
+        has run anyway and only its document is not remembered (the client's next hash-only
+        request finds nothing and sends the text again)."""
+        assert isinstance(context, Context)
+        try:
+            await context.rate_limit(Limit.PERSISTED_QUERIES)
+        except RateLimited:
+            log.debug("persisted query not registered: the client's registration limit is reached")
+            if self.services.metrics is not None:
+                self.services.metrics.count_rate_limited(Limit.PERSISTED_QUERIES.name.lower())
+            return False
+        return True
 
     async def render_graphql_ide(self, request: web.Request) -> web.Response:
         return await render_graphiql(request)
@@ -223,8 +239,14 @@ def create_app(
         app[OWN_TRACER_PROVIDER] = own_provider
     limits = QueryLimits.of(settings)
     core_schema = graphql_schema(composition.schema)
-    app[ENDPOINT] = Endpoint(core_schema, limits, settings.max_tokens, settings.max_json_bytes)
-    metrics = install_metrics(app)
+    app[ENDPOINT] = Endpoint(
+        core_schema,
+        limits,
+        settings.max_tokens,
+        settings.max_json_bytes,
+        settings.body_timeout_seconds,
+    )
+    metrics = install_metrics(app, Exposure(settings.metrics_open, settings.metrics_token))
     install_request_context(app, tracer)
     services.metrics = metrics
     if services.live is not None:

@@ -17,13 +17,15 @@ label; later ones, and names that are not GraphQL names, count as ``other``.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import os
 import re
 import shutil
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -224,15 +226,43 @@ class GatewayMetrics:
 METRICS = web.AppKey("metrics", GatewayMetrics)
 
 
+@dataclass(frozen=True)
+class Exposure:
+    """Who may read ``/metrics``: anyone (``open``), the holder of ``token``, or nobody (404)."""
+
+    open: bool
+    token: str
+
+    def allows(self, authorization: str | None) -> bool:
+        if self.open:
+            return True
+        given = (authorization or "").strip().encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(given, f"Bearer {self.token}".encode())
+
+
+EXPOSURE = web.AppKey("metrics_exposure", Exposure)
+
+
 async def metrics_endpoint(request: web.Request) -> web.Response:
+    """The exposition, to whoever :class:`Exposure` admits. Metrics name operations, error rates
+    and load: on a real cluster they are for the operator's scraper, not for the internet."""
+    exposure = request.app[EXPOSURE]
+    if not exposure.open and not exposure.token:
+        raise web.HTTPNotFound()
+    if not exposure.allows(request.headers.get(hdrs.AUTHORIZATION)):
+        raise web.HTTPUnauthorized(
+            text="/metrics needs the bearer token of GATEWAY_METRICS_TOKEN.",
+            headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+        )
     body = request.app[METRICS].exposition()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
-def install(app: web.Application) -> GatewayMetrics:
+def install(app: web.Application, exposure: Exposure) -> GatewayMetrics:
     """``/metrics`` and the HTTP middleware on ``app``; add it first, so it sees every answer."""
     metrics = GatewayMetrics()
     app[METRICS] = metrics
+    app[EXPOSURE] = exposure
     app.middlewares.insert(0, metrics.middleware)
     app.router.add_get("/metrics", metrics_endpoint)
     return metrics

@@ -19,12 +19,14 @@ import contextlib
 import gc
 import logging
 import signal
+from typing import Any
 
 import uvloop
 from aiohttp import web
 from aiohttp.log import access_logger
 
 from gateway.http.access_log import AccessLog
+from gateway.server.aiohttp_internals import Deadlines, GatewayRunner
 from gateway.server.app import DRAIN, READY
 from gateway.settings import Settings
 
@@ -51,14 +53,24 @@ async def settle_heap_when_ready(app: web.Application) -> None:
     )
 
 
-async def serve(app: web.Application, settings: Settings, *, reuse_port: bool = False) -> None:
-    runner = web.AppRunner(
+def app_runner(app: web.Application, settings: Settings, **kwargs: Any) -> GatewayRunner:
+    """The runner of ``app``: its connections have the head deadline and the keep-alive of
+    ``settings``, and aiohttp's access log only when asked for; ``kwargs`` go to aiohttp."""
+    return GatewayRunner(
         app,
-        handle_signals=False,
-        shutdown_timeout=FINAL_SHUTDOWN_SECONDS,
+        deadlines=Deadlines.of(settings),
+        keepalive_timeout=settings.keepalive_seconds,
+        # Bodies are read as sent: a Content-Encoding is refused (415) before any read, and a
+        # body never read is never inflated (in aiohttp's lingering read either).
+        auto_decompress=False,
         access_log=access_logger if settings.http_access_log else None,
         access_log_class=AccessLog,
+        **kwargs,
     )
+
+
+async def serve(app: web.Application, settings: Settings, *, reuse_port: bool = False) -> None:
+    runner = app_runner(app, settings, handle_signals=False, shutdown_timeout=FINAL_SHUTDOWN_SECONDS)
     await runner.setup()
     try:
         site = web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port or None)

@@ -48,6 +48,7 @@ from gateway.settings.values import (
     ANY_ORIGIN,
     broker_url_problem,
     bucket_problem,
+    cluster_secret_problem,
     country_code_problem,
     file_problem,
     http_url_problem,
@@ -95,6 +96,31 @@ _BUCKET = "(`year`, `month`, `day` or `<N>s`; never change it once data is store
 class Settings:
     host: str = setting("GATEWAY_HOST", "127.0.0.1", "listen address", group=HTTP)
     port: int = setting("GATEWAY_PORT", 8000, "listen port", group=HTTP, bounds=PORT)
+    header_timeout_seconds: float = setting(
+        "GATEWAY_HEADER_TIMEOUT_SECONDS",
+        10.0,
+        "seconds a client has to send a request's head (request line and headers), counted from its "
+        "connection or, on a kept-alive connection, from the head's first byte; then the connection is "
+        "closed (after a 408 when part of a head came), however slowly bytes keep arriving",
+        group=HTTP,
+        bounds=POSITIVE,
+    )
+    body_timeout_seconds: float = setting(
+        "GATEWAY_BODY_TIMEOUT_SECONDS",
+        30.0,
+        "seconds a request body (JSON or multipart) may go without a byte while the gateway reads it; "
+        "then 408 (`BAD_REQUEST`) and the connection is closed",
+        group=HTTP,
+        bounds=POSITIVE,
+    )
+    keepalive_seconds: float = setting(
+        "GATEWAY_KEEPALIVE_SECONDS",
+        75.0,
+        "seconds an idle kept-alive connection stays open between two requests; behind a load balancer, "
+        "set it above the balancer's own idle timeout (60 s for most)",
+        group=HTTP,
+        bounds=POSITIVE,
+    )
     log_level: str = setting(
         "GATEWAY_LOG_LEVEL",
         "INFO",
@@ -151,11 +177,21 @@ class Settings:
     introspection: bool | None = setting(
         "GATEWAY_INTROSPECTION",
         None,
-        "`0` turns schema introspection (`__schema`, `__type`) off (GraphiQL then has no docs or "
-        "completion); `1` keeps it on also with trusted documents, where introspection-only queries then "
-        "run without being in the manifest",
+        "`1` lets anyone read the schema through introspection (`__schema`, `__type`: what GraphiQL's "
+        "docs and completion and code generators read), also with trusted documents, where "
+        "introspection-only queries then run without being in the manifest; `0` turns it off",
         group=HTTP,
-        default_text="on; off with `GATEWAY_TRUSTED_DOCUMENTS`",
+        default_text="on on the embedded node; off with `CASSANDRA_CONTACT_POINTS` or "
+        "`GATEWAY_TRUSTED_DOCUMENTS`",
+    )
+    metrics_token: str = setting(
+        "GATEWAY_METRICS_TOKEN",
+        "",
+        "bearer token `GET /metrics` requires (`Authorization: Bearer <token>`, Prometheus' "
+        "`authorization` or `bearer_token_file`), at least 32 characters on a real cluster; empty: "
+        "`/metrics` is open on the embedded node and answers 404 with `CASSANDRA_CONTACT_POINTS`",
+        group=HTTP,
+        secret=True,
     )
     query_metrics: bool = setting(
         "GATEWAY_QUERY_METRICS",
@@ -457,6 +493,16 @@ class Settings:
         group=RATES,
         check=rate_problem,
     )
+    rate_sign_in_login: str = setting(
+        "GATEWAY_RATE_SIGN_IN_LOGIN",
+        "100/h",
+        "`signIn` attempts per login, from every address together, but for the addresses that login "
+        "signed in from within 30 days (they are not counted); beyond it an attempt waits for the "
+        "bucket (`RATE_LIMITED`, a wait of the period over the count), which slows guessing spread over "
+        "many addresses without locking the owner out",
+        group=RATES,
+        check=rate_problem,
+    )
     rate_sign_up: str = setting(
         "GATEWAY_RATE_SIGN_UP", "20/h", "`signUp` per client address", group=RATES, check=rate_problem
     )
@@ -517,10 +563,19 @@ class Settings:
         group=RATES,
         check=rate_problem,
     )
+    rate_persisted_queries: str = setting(
+        "GATEWAY_RATE_PERSISTED_QUERIES",
+        "100/h",
+        "automatic persisted queries registered (documents the gateway did not know yet), per client "
+        "address; over it the operation still runs, but its document is not remembered",
+        group=RATES,
+        check=rate_problem,
+    )
     sign_in_free_failures: int = setting(
         "GATEWAY_SIGN_IN_FREE_FAILURES",
         5,
-        "failed `signIn`s in a row for one login before each further attempt must wait",
+        "failed `signIn`s in a row for one login from one client address before each further attempt "
+        "from there must wait",
         group=RATES,
         bounds=NOT_NEGATIVE,
     )
@@ -625,16 +680,17 @@ class Settings:
         "GATEWAY_PUBLIC_URL",
         "",
         "the origin (and path prefix, e.g. `https://api.example.com/mail`) that `Attachment.url` starts "
-        "with; set it behind a reverse proxy",
+        "with; empty, `Attachment.url` is a path (`/attachments/...`) on the origin the API is served "
+        "from (never built from the request's `Host`, which the client chooses)",
         group=MAIL,
         check=public_url_problem,
-        default_text="the request's own `scheme://host`",
     )
     url_signing_secret: str = setting(
         "GATEWAY_URL_SIGNING_SECRET",
         "",
         "HMAC key of download links, at least 32 characters (`openssl rand -hex 32`); required with "
-        "`CASSANDRA_CONTACT_POINTS`, the same on every gateway process",
+        "`CASSANDRA_CONTACT_POINTS`, the same on every gateway process, and never a value published with "
+        "the gateway (compose.yaml's demo value, the docs' examples)",
         group=MAIL,
         check=signing_secret_problem,
         secret=True,
@@ -652,8 +708,9 @@ class Settings:
     contacts_identity_pepper: str = setting(
         "GATEWAY_CONTACTS_IDENTITY_PEPPER",
         "insecure-development-pepper",
-        "secret HMAC key of the identity hashes; required on a real cluster (with "
-        "`CASSANDRA_CONTACT_POINTS` set the gateway does not start on the default); keep it stable",
+        "secret HMAC key of the identity hashes, the same on every gateway process; required on a real "
+        "cluster (with `CASSANDRA_CONTACT_POINTS` set the gateway does not start on the default, on a value "
+        "published with it, or on fewer than 32 characters: `openssl rand -hex 32`); keep it stable",
         group=CONTACTS,
         aliases=("CONTACTS_IDENTITY_PEPPER",),
         secret=True,
@@ -712,8 +769,9 @@ class Settings:
         "GATEWAY_VERIFICATION_WEBHOOK_URL",
         "",
         'where identity verification codes are POSTed as JSON `{"network", "networkId", "code", '
-        '"expiresAt"}` (your SMS or email sender; any 2xx is a delivery); empty: the code is written to '
-        "the server log at WARNING, for development",
+        '"expiresAt"}` (your SMS or email sender; any 2xx is a delivery); required with '
+        "`CASSANDRA_CONTACT_POINTS`; empty, on the embedded development node only, the code is written to "
+        "the server log at WARNING",
         group=CONTACTS,
     )
     verification_code_ttl_seconds: int = setting(
@@ -808,11 +866,18 @@ class Settings:
 
     @property
     def introspection_allowed(self) -> bool:
-        """``GATEWAY_INTROSPECTION`` when set; else on, unless trusted documents lock the
-        gateway to known operations (then GraphiQL and tools must be let in explicitly)."""
+        """``GATEWAY_INTROSPECTION`` when set; else on for the embedded development node only:
+        a real cluster does not hand its whole schema (every field a probe could aim at) to
+        anyone who asks, and trusted documents lock the gateway to known operations (then
+        GraphiQL and tools must be let in explicitly)."""
         if self.introspection is not None:
             return self.introspection
-        return self.trusted_documents is None
+        return self.embedded and self.trusted_documents is None
+
+    @property
+    def metrics_open(self) -> bool:
+        """Whether ``/metrics`` answers without a token: on the embedded node when none is set."""
+        return self.embedded and not self.metrics_token
 
     @property
     def trace_exporters(self) -> tuple[str, ...]:
@@ -866,16 +931,34 @@ class Settings:
             found.append(
                 ("GATEWAY_CORS_ORIGINS", "GATEWAY_CORS_ORIGINS: '*' (any origin) must be the only entry")
             )
-        if not self.embedded and not self.url_signing_secret:
-            name = "GATEWAY_URL_SIGNING_SECRET"
+        if self.embedded:
+            return found
+        name = "GATEWAY_URL_SIGNING_SECRET"
+        if not self.url_signing_secret:
             found.append((name, f"{name} must be set with CASSANDRA_CONTACT_POINTS (gateways share it)"))
-        if not self.embedded and self.contacts_identity_pepper == Settings.contacts_identity_pepper:
-            name = "GATEWAY_CONTACTS_IDENTITY_PEPPER"
+        elif problem := cluster_secret_problem(name, self.url_signing_secret):
+            found.append((name, problem))
+        name = "GATEWAY_CONTACTS_IDENTITY_PEPPER"
+        if self.contacts_identity_pepper in ("", Settings.contacts_identity_pepper):
             found.append(
                 (
                     name,
                     f"{name} must be set to a secret of your own on a real cluster (CASSANDRA_CONTACT_POINTS "
                     "is set): with the public default, identity hashes are reversed by trying every number",
+                )
+            )
+        elif problem := cluster_secret_problem(name, self.contacts_identity_pepper):
+            found.append((name, problem))
+        name = "GATEWAY_METRICS_TOKEN"
+        if self.metrics_token and (problem := cluster_secret_problem(name, self.metrics_token)):
+            found.append((name, problem))
+        if not self.verification_webhook_url:
+            name = "GATEWAY_VERIFICATION_WEBHOOK_URL"
+            found.append(
+                (
+                    name,
+                    f"{name} must be set with CASSANDRA_CONTACT_POINTS: a real cluster delivers verification "
+                    "codes to your sender and never writes them to its log",
                 )
             )
         return found

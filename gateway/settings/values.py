@@ -139,6 +139,37 @@ def public_url_problem(variable: str, text: str) -> str | None:
     return f"{variable} must be an http(s) URL without query, got {text!r}"
 
 
+#: Secrets printed in this repository (compose.yaml's demo value, the embedded node's default
+#: pepper, the documentation's and the CI's placeholders): a real cluster refuses them whatever
+#: their length, since anyone can read them.
+PUBLISHED_SECRETS = frozenset(
+    {
+        "compose-demo-secret-replace-me-0123456789",
+        "insecure-development-pepper",
+        "config-check",
+        "...",
+        "changeme",
+        "change-me",
+        "secret",
+    }
+)
+
+
+def cluster_secret_problem(variable: str, text: str) -> str | None:
+    """A secret a real cluster's processes share: of our own, and long enough not to be guessed."""
+    if text.strip() in PUBLISHED_SECRETS:
+        return (
+            f"{variable} is a value published with the gateway (compose.yaml, the docs or the development "
+            "default): set a secret of your own on a real cluster (openssl rand -hex 32)"
+        )
+    if len(text) < MIN_SIGNING_SECRET:
+        return (
+            f"{variable} must be at least {MIN_SIGNING_SECRET} characters on a real cluster "
+            "(openssl rand -hex 32 gives 64)"
+        )
+    return None
+
+
 def signing_secret_problem(variable: str, text: str) -> str | None:
     """Short keys can be guessed; an empty one means a random key per process."""
     if text and len(text) < MIN_SIGNING_SECRET:

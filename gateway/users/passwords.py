@@ -33,9 +33,13 @@ async def verify_password(settings: Settings, password_hash: str | None, passwor
         settings.argon2_time_cost, settings.argon2_memory_cost_kib, settings.argon2_parallelism
     )
 
+    # A lone surrogate cannot be encoded as UTF-8; kept as bytes that match no stored hash
+    # (sign-up refuses such passwords), it is a wrong password after the same work.
+    given = password.encode("utf-8", "surrogatepass")
+
     def check() -> bool:
         try:
-            return ph.verify(target, password)
+            return ph.verify(target, given)
         except (VerificationError, InvalidHashError):
             return False
 

@@ -29,6 +29,7 @@ def bio(value: str | None) -> str:
 
 
 def password(value: str) -> str:
+    validation.unicode_text(value, "password")
     if len(value) < PASSWORD_MIN:
         raise BadUserInput("password", f"`password` must be at least {PASSWORD_MIN} characters.")
     if len(value) > PASSWORD_MAX:

@@ -138,7 +138,8 @@ const { data: emailData } = await alice.query({
 });
 const [attachment] = emailData.me.email.attachments;
 const sha = (b) => createHash("sha256").update(b).digest("hex");
-const signedUrl = new URL(attachment.url); // throws unless the URL is absolute
+// Without GATEWAY_PUBLIC_URL the link is a path on the API's origin: resolved as a page does.
+const signedUrl = new URL(attachment.url, url);
 const bareUrl = new URL(signedUrl);
 bareUrl.search = "";
 const [rangeFirst, rangeLast] = config.file.range;

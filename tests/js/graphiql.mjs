@@ -16,7 +16,7 @@ if (!config) {
 }
 const { url, viewer, sender } = config;
 const origin = new URL(url).origin;
-const report = { requests: [], foreign: [], pageErrors: [], steps: {} };
+const report = { requests: [], foreign: [], pageErrors: [], cspViolations: [], steps: {} };
 const started = Date.now();
 const step = (name, value) => {
   report.steps[name] = { ...value, atMs: Date.now() - started };
@@ -32,6 +32,10 @@ try {
   const page = await browser.newPage();
   page.setDefaultTimeout(30_000);
   page.on("pageerror", (error) => report.pageErrors.push(String(error)));
+  // The page's Content-Security-Policy must let GraphiQL do everything it does here.
+  page.on("console", (message) => {
+    if (message.text().includes("Content Security Policy")) report.cspViolations.push(message.text());
+  });
   page.on("request", (request) => report.requests.push(request.url()));
   page.on("websocket", (socket) => report.requests.push(socket.url()));
   await page.route("**/*", (route) => {

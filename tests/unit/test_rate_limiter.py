@@ -108,3 +108,15 @@ def test_rate_syntax_errors(text: str) -> None:
 
 def test_off_is_no_limit() -> None:
     assert parse_rate("x", "OFF") is None
+
+
+async def test_a_mark_lasts_its_time_then_is_gone(limiter: InProcessRateLimiter, clock: Clock) -> None:
+    assert not await limiter.marked("alice@192.0.2.1")
+    await limiter.mark("alice@192.0.2.1", 10.0)
+    assert await limiter.marked("alice@192.0.2.1")
+    assert not await limiter.marked("alice@192.0.2.2")
+    clock.now += 9.9
+    assert await limiter.marked("alice@192.0.2.1")
+    clock.now += 0.1
+    assert not await limiter.marked("alice@192.0.2.1")
+    assert len(limiter) == 0

@@ -19,8 +19,9 @@ from gateway.settings.tooling import ToolingSettings
 #: A real cluster's settings that pass, so each case below is the only problem.
 CLUSTER = {
     "CASSANDRA_CONTACT_POINTS": "127.0.0.1",
-    "GATEWAY_URL_SIGNING_SECRET": "s" * 32,
-    "GATEWAY_CONTACTS_IDENTITY_PEPPER": "test-pepper",
+    "GATEWAY_URL_SIGNING_SECRET": "3f9a" * 16,
+    "GATEWAY_CONTACTS_IDENTITY_PEPPER": "b71c" * 16,
+    "GATEWAY_VERIFICATION_WEBHOOK_URL": "https://sms.example/codes",
 }
 
 
@@ -65,6 +66,16 @@ def _clean_env(**extra: str) -> dict[str, str]:
             "GATEWAY_CONTACTS_IDENTITY_PEPPER",
             "",
             "GATEWAY_CONTACTS_IDENTITY_PEPPER must be set to a secret of your own",
+        ),
+        (
+            "GATEWAY_URL_SIGNING_SECRET",
+            "compose-demo-secret-replace-me-0123456789",
+            "GATEWAY_URL_SIGNING_SECRET is a value published with the gateway",
+        ),
+        (
+            "GATEWAY_CONTACTS_IDENTITY_PEPPER",
+            "x",
+            "GATEWAY_CONTACTS_IDENTITY_PEPPER must be at least 32 characters on a real cluster",
         ),
         ("CASSANDRA_IO", "epoll", "CASSANDRA_IO must be 'loop' or 'thread', got 'epoll'"),
         ("CASSANDRA_CONSISTENCY", "most", "CASSANDRA_CONSISTENCY must be one of ONE, TWO, THREE, QUORUM"),

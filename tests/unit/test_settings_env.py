@@ -3,6 +3,8 @@ generic reader and validator; the local tooling's settings are apart from the ga
 
 from __future__ import annotations
 
+import re
+import secrets
 import typing
 from dataclasses import Field, fields, replace
 from pathlib import Path
@@ -317,22 +319,80 @@ def test_a_real_cluster_defaults_to_replicas_in_a_datacenter() -> None:
 
 
 def test_a_real_cluster_needs_a_pepper_and_a_signing_secret_of_its_own() -> None:
-    cluster = replace(Settings(), contact_points=("10.0.0.11",), url_signing_secret="s" * 32)
+    cluster = replace(
+        Settings(),
+        contact_points=("10.0.0.11",),
+        url_signing_secret=secrets.token_hex(32),
+        verification_webhook_url="https://sms.example/codes",
+    )
     with pytest.raises(SettingsError) as raised:
         cluster.validate()
     assert raised.value.variable == "GATEWAY_CONTACTS_IDENTITY_PEPPER"
     assert raised.value.message.startswith(
         "GATEWAY_CONTACTS_IDENTITY_PEPPER must be set to a secret of your own on a real cluster"
     )
-    replace(cluster, contacts_identity_pepper="a-secret-of-our-own").validate()
+    own = secrets.token_hex(32)
+    replace(cluster, contacts_identity_pepper=own).validate()
     with pytest.raises(SettingsError) as unsigned:
-        replace(cluster, contacts_identity_pepper="a-secret-of-our-own", url_signing_secret="").validate()
+        replace(cluster, contacts_identity_pepper=own, url_signing_secret="").validate()
     assert unsigned.value.message == (
         "GATEWAY_URL_SIGNING_SECRET must be set with CASSANDRA_CONTACT_POINTS (gateways share it)"
     )
     # The embedded development node accepts the default pepper and a random signing key.
     replace(
         Settings(), contact_points=(), contacts_identity_pepper=Settings.contacts_identity_pepper
+    ).validate()
+
+
+#: A secret of the length ``openssl rand -hex 32`` gives, made once per run.
+OWN_SECRET = secrets.token_hex(32)
+COMPOSE = (Path(__file__).resolve().parents[2] / "compose.yaml").read_text()
+
+
+def test_a_real_cluster_refuses_published_and_short_secrets() -> None:
+    cluster = replace(
+        Settings(),
+        contact_points=("10.0.0.11",),
+        url_signing_secret=OWN_SECRET,
+        contacts_identity_pepper=secrets.token_hex(32),
+        verification_webhook_url="https://sms.example/codes",
+    )
+    cluster.validate()
+    published = [
+        ("GATEWAY_URL_SIGNING_SECRET", "url_signing_secret", "compose-demo-secret-replace-me-0123456789"),
+        (
+            "GATEWAY_CONTACTS_IDENTITY_PEPPER",
+            "contacts_identity_pepper",
+            "compose-demo-secret-replace-me-0123456789",
+        ),
+    ]
+    # Whatever default compose.yaml offers for a secret is refused too.
+    for variable in ("GATEWAY_URL_SIGNING_SECRET", "GATEWAY_CONTACTS_IDENTITY_PEPPER"):
+        for default in re.findall(rf"{variable}:-([^}}]*)\}}", COMPOSE):
+            field = "url_signing_secret" if "SIGNING" in variable else "contacts_identity_pepper"
+            if not default.startswith("$"):  # a literal, not another variable
+                published.append((variable, field, default))
+    for variable, field, value in published:
+        with pytest.raises(SettingsError) as raised:
+            changes: dict[str, Any] = {field: value}
+            replace(cluster, **changes).validate()
+        assert raised.value.variable == variable
+        assert raised.value.message.startswith(f"{variable} is a value published with the gateway"), raised
+        assert "\n" not in raised.value.message
+    for variable, field in (
+        ("GATEWAY_CONTACTS_IDENTITY_PEPPER", "contacts_identity_pepper"),
+        ("GATEWAY_URL_SIGNING_SECRET", "url_signing_secret"),
+    ):
+        with pytest.raises(SettingsError) as short:
+            short_one: dict[str, Any] = {field: "x"}
+            replace(cluster, **short_one).validate()
+        assert short.value.variable == variable
+        assert short.value.message.startswith(f"{variable} must be at least 32 characters")
+    # The embedded development node takes them: its data is nobody's.
+    replace(
+        Settings(),
+        url_signing_secret="compose-demo-secret-replace-me-0123456789",
+        contacts_identity_pepper="x",
     ).validate()
 
 
