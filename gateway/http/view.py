@@ -20,6 +20,7 @@ from aiohttp import hdrs, web
 from aiohttp.http_exceptions import HttpProcessingError
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from graphql import GraphQLError
+from graphql.execution import ExperimentalIncrementalExecutionResults, InitialIncrementalExecutionResult
 from strawberry.aiohttp.views import GraphQLView
 from strawberry.exceptions import MissingQueryError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
@@ -28,6 +29,17 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from gateway.http.incremental import (
+    BATCHED,
+    DELIVERY,
+    IN_A_BATCH,
+    NOT_ACCEPTED,
+    Delivery,
+    abandon,
+    incremental_spec,
+    measured,
+    refusal,
+)
 from gateway.http.jsoncodec import dumps
 from gateway.http.media import (
     GRAPHQL_RESPONSE_JSON,
@@ -186,11 +198,56 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
             raise HTTPException(400, exc.as_http_error_reason()) from exc
         except MissingQueryError as exc:
             raise HTTPException(400, "No GraphQL query found in the request") from exc
+        if isinstance(result, ExperimentalIncrementalExecutionResults):
+            return await self._deliver_incrementally(request, context, result)
         if not is_request_error(result.data, result.errors):
             await self.persisted_queries.remember(
                 request_data.query, request_data.extensions, lambda: self.admit_registration(context)
             )
         return result
+
+    async def _deliver_incrementally(
+        self, request: web.Request, context: Any, result: ExperimentalIncrementalExecutionResults
+    ) -> ExperimentalIncrementalExecutionResults | ExecutionResult:
+        """A query with @defer or @stream: its parts as multipart/mixed (gateway/http/incremental.py)."""
+        spec = incremental_spec(request.headers.get(hdrs.ACCEPT))
+        if spec is None or request.get(BATCHED, False):
+            await abandon(result)
+            if spec is None:
+                raise RequestRefused(406, NOT_ACCEPTED)
+            return ExecutionResult(data=None, errors=[refusal(IN_A_BATCH)])
+        delivery = Delivery(spec, getattr(context, "request_id", ""), self.max_response_bytes)
+        request[DELIVERY] = delivery
+        return measured(result, context, delivery)
+
+    async def execute_operation(
+        self,
+        request: web.Request,
+        request_adapter: AsyncHTTPRequestAdapter,
+        request_data: GraphQLRequestData | list[GraphQLRequestData],
+        context: Any,
+        root_value: Any,
+        sub_response: web.Response,
+    ) -> Any:
+        request[BATCHED] = isinstance(request_data, list)
+        return await super().execute_operation(
+            request, request_adapter, request_data, context, root_value, sub_response
+        )
+
+    async def _process_stream_result(
+        self, request: web.Request, value: Any, all_pending: list[Any]
+    ) -> tuple[GraphQLHTTPResponse, list[Any]]:
+        """One part of an incremental response, in the shape the client asked for."""
+        delivery = request.get(DELIVERY)
+        if delivery is None:  # a stream this view does not deliver: Strawberry's own parts
+            return await super()._process_stream_result(request, value, all_pending)
+        if isinstance(value, InitialIncrementalExecutionResult):
+            processed = await self.process_result(request, value)  # type: ignore[arg-type]
+            payload = delivery.initial(value, cast(dict[str, Any], processed))
+        else:
+            payload = delivery.subsequent(value)
+        payload = delivery.bounded(payload, len(dumps(payload))) or payload
+        return cast(GraphQLHTTPResponse, payload), all_pending
 
     async def admit_registration(self, context: Any) -> bool:
         """Whether the client of ``context`` may register one more persisted query."""
