@@ -220,19 +220,12 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         request[DELIVERY] = delivery
         return measured(result, context, delivery)
 
-    async def execute_operation(
-        self,
-        request: web.Request,
-        request_adapter: AsyncHTTPRequestAdapter,
-        request_data: GraphQLRequestData | list[GraphQLRequestData],
-        context: Any,
-        root_value: Any,
-        sub_response: web.Response,
-    ) -> Any:
-        request[BATCHED] = isinstance(request_data, list)
-        return await super().execute_operation(
-            request, request_adapter, request_data, context, root_value, sub_response
-        )
+    async def parse_http_body(self, request: AsyncHTTPRequestAdapter) -> Any:
+        data = await super().parse_http_body(request)
+        http_request = getattr(request, "request", None)
+        if isinstance(data, list) and isinstance(http_request, web.Request):
+            http_request[BATCHED] = True
+        return data
 
     async def _process_stream_result(
         self, request: web.Request, value: Any, all_pending: list[Any]
