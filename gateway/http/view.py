@@ -24,6 +24,7 @@ from aiohttp import hdrs, web
 from aiohttp.http_exceptions import HttpProcessingError
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from graphql import GraphQLError
+from graphql.execution import ExperimentalIncrementalExecutionResults, InitialIncrementalExecutionResult
 from strawberry.aiohttp.views import GraphQLView
 from strawberry.exceptions import MissingQueryError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
@@ -33,6 +34,17 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from gateway.http.caching import NO_STORE, VARY, add_vary, cache_get_answer
+from gateway.http.incremental import (
+    BATCHED,
+    DELIVERY,
+    IN_A_BATCH,
+    NOT_ACCEPTED,
+    Delivery,
+    abandon,
+    incremental_spec,
+    measured,
+    refusal,
+)
 from gateway.http.jsoncodec import dumps
 from gateway.http.media import (
     GRAPHQL_RESPONSE_JSON,
@@ -146,7 +158,8 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         return accepts_html(request.headers.get("accept"))
 
     async def parse_http_body(self, request: AsyncHTTPRequestAdapter) -> Any:
-        """Strawberry's, with a refusal of an unsupported content type that names the accepted ones."""
+        """Strawberry's, with a refusal of an unsupported content type that names the accepted
+        ones; a batch is marked on the request (a deferred operation is refused in one)."""
         if request.method == "POST":
             sent = request.headers.get(hdrs.CONTENT_TYPE) or ""
             content_type = sent.split(";", 1)[0].strip().lower()
@@ -155,7 +168,11 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
             ):
                 shown = f"`{content_type[:100]}`" if content_type else "(none given)"
                 raise RequestRefused(415, UNSUPPORTED_CONTENT_TYPE.format(content_type=shown))
-        return await super().parse_http_body(request)
+        data = await super().parse_http_body(request)
+        http_request = getattr(request, "request", None)
+        if isinstance(data, list) and isinstance(http_request, web.Request):
+            http_request[BATCHED] = True
+        return data
 
     def is_websocket_request(self, request: web.Request) -> TypeGuard[web.Request]:
         """Strawberry's check, asked twice per request, builds a ``WebSocketResponse``
@@ -236,11 +253,42 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
             raise HTTPException(400, exc.as_http_error_reason()) from exc
         except MissingQueryError as exc:
             raise HTTPException(400, "No GraphQL query found in the request") from exc
+        if isinstance(result, ExperimentalIncrementalExecutionResults):
+            return await self._deliver_incrementally(request, context, result)
         if not is_request_error(result.data, result.errors):
             await self.persisted_queries.remember(
                 request_data.query, request_data.extensions, lambda: self.admit_registration(context)
             )
         return result
+
+    async def _deliver_incrementally(
+        self, request: web.Request, context: Any, result: ExperimentalIncrementalExecutionResults
+    ) -> ExperimentalIncrementalExecutionResults | ExecutionResult:
+        """A query with @defer or @stream: its parts as multipart/mixed (gateway/http/incremental.py)."""
+        spec = incremental_spec(request.headers.get(hdrs.ACCEPT))
+        if spec is None or request.get(BATCHED, False):
+            await abandon(result)
+            if spec is None:
+                raise RequestRefused(406, NOT_ACCEPTED)
+            return ExecutionResult(data=None, errors=[refusal(IN_A_BATCH)])
+        delivery = Delivery(spec, getattr(context, "request_id", ""), self.max_response_bytes)
+        request[DELIVERY] = delivery
+        return measured(result, context, delivery)
+
+    async def _process_stream_result(
+        self, request: web.Request, value: Any, all_pending: list[Any]
+    ) -> tuple[GraphQLHTTPResponse, list[Any]]:
+        """One part of an incremental response, in the shape the client asked for."""
+        delivery = request.get(DELIVERY)
+        if delivery is None:  # a stream this view does not deliver: Strawberry's own parts
+            return await super()._process_stream_result(request, value, all_pending)
+        if isinstance(value, InitialIncrementalExecutionResult):
+            processed = await self.process_result(request, value)  # type: ignore[arg-type]
+            payload = delivery.initial(value, cast(dict[str, Any], processed))
+        else:
+            payload = delivery.subsequent(value)
+        payload = delivery.bounded(payload, len(dumps(payload))) or payload
+        return cast(GraphQLHTTPResponse, payload), all_pending
 
     async def admit_registration(self, context: Any) -> bool:
         """Whether the client of ``context`` may register one more persisted query."""
