@@ -1,0 +1,23 @@
+// graphql-codegen: typed documents for every `graphql(...)` call in src/, from the gateway's
+// checked-in schema. `npm run codegen` rewrites src/gql/ (checked in, so it can be read);
+// `npm run build` runs it first, and the suite fails when the checked-in copy is stale.
+import type { CodegenConfig } from "@graphql-codegen/cli";
+
+const config: CodegenConfig = {
+  schema: "../../schema.graphql",
+  documents: ["src/**/*.{ts,tsx}", "!src/gql/**"],
+  generates: {
+    "src/gql/": {
+      preset: "client",
+      // Each screen reads the fields its own documents select; no fragment masking to unwrap.
+      presetConfig: { fragmentMasking: false },
+      config: {
+        scalars: { DateTime: "string", Upload: "File" },
+        enumsAsTypes: true,
+        useTypeImports: true,
+      },
+    },
+  },
+};
+
+export default config;
