@@ -17,6 +17,12 @@ const config: CodegenConfig = {
         useTypeImports: true,
       },
     },
+    // The schema's `ErrorCode` (every `extensions.code`): no field returns it, so the client
+    // preset, which emits what documents use, leaves it out.
+    "src/gql/errors.ts": {
+      plugins: ["typescript"],
+      config: { onlyEnums: true, enumsAsTypes: true },
+    },
   },
 };
 

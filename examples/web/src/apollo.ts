@@ -10,8 +10,13 @@ import { createClient } from "graphql-ws";
 import type { GraphQLFormattedError } from "graphql";
 import { type Observable, catchError, mergeMap, of } from "rxjs";
 
+import type { ErrorCode } from "./gql/errors";
+
 /** The API: the page's own origin unless VITE_GRAPHQL_URL names another (see the README on CORS). */
 export const GRAPHQL_URL = new URL(import.meta.env.VITE_GRAPHQL_URL ?? "/graphql", window.location.href);
+
+/** An error's `extensions.code`, one of the schema's `ErrorCode` values. */
+export const codeOf = (error: GraphQLFormattedError) => error.extensions?.code as ErrorCode | undefined;
 
 /** A URL the API handed out (`Attachment.url` is a path unless the gateway knows its public URL). */
 export const apiUrl = (url: string) => new URL(url, GRAPHQL_URL).href;
@@ -50,7 +55,7 @@ const resume = new ApolloLink((operation, forward) => {
 });
 
 const refusesAfter = (errors?: readonly GraphQLFormattedError[]) =>
-  errors?.some((error) => error.extensions?.code === "BAD_USER_INPUT" && error.extensions.field === "after");
+  errors?.some((error) => codeOf(error) === "BAD_USER_INPUT" && error.extensions?.field === "after");
 
 /** Subscribe again, after a growing pause, whenever the socket is lost; GraphQL errors are final. */
 const retry = new RetryLink({

@@ -6,24 +6,31 @@ export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' |
 import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
 /** A new email. Attachments go as multipart file uploads. */
 export type EmailInput = {
-  /** At most 20 files of up to 25 MB each. */
+  /** At most 20 files of up to 25 MB each, sent as parts of the multipart request. */
   attachments?: Array<File> | null | undefined;
-  /** At most 100000 characters. */
+  /** At most 100 000 characters, kept exactly as written. */
   body: string;
-  /** An idempotency key you generate (a UUID): a retry with the same key sends nothing twice and returns the first email. */
+  /** An idempotency key you generate (a UUID; at most 100 characters): a retry with the same key sends nothing twice and returns the first email. */
   clientMutationId?: string | null | undefined;
-  /** At most 200 characters. */
+  /** At most 200 characters after trimming. */
   subject: string;
-  /** 1-100 logins. */
+  /** The recipients' logins, 1-100 (duplicates count once); BAD_USER_INPUT naming any that is no user. */
   to: Array<string>;
 };
 
+/** A new account. Each field that fails its rule is BAD_USER_INPUT naming it. */
 export type SignUpInput = {
+  /** At most 2000 characters; null is empty. */
   bio?: string | null | undefined;
+  /** An email address (at most 254 characters). Shown to you only, never to others. */
   email: string;
+  /** 1-100 characters after trimming. */
   firstname: string;
+  /** 1-100 characters after trimming. */
   lastname: string;
+  /** 3-30 characters: a letter or digit, then letters, digits, `_`, `.` or `-`. Stored lower-case (`Alice` signs up `alice`); CONFLICT when taken. */
   login: string;
+  /** 8-128 characters. Only a hash of it is stored. */
   password: string;
 };
 
