@@ -159,7 +159,7 @@ export type RoomQueryVariables = Exact<{
 }>;
 
 
-export type RoomQuery = { room: { id: string, name: string, banner: string | null, participantCount: number, messages: { nodes: Array<{ id: string, content: string, postedAt: string, systemMessage: boolean, author: { id: string, login: string } | null }> } } | null };
+export type RoomQuery = { room: { id: string, name: string, banner: string | null, participantCount: number, messages: { nodes: Array<{ id: string, content: string, postedAt: string, systemMessage: boolean, author: { id: string, login: string } | null }> } | null } | null };
 
 export type RoomMessagesSubscriptionVariables = Exact<{
   room: string;

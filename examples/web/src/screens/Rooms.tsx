@@ -31,7 +31,7 @@ const RoomsQuery = graphql(`
   }
 `);
 
-// Which rooms the viewer is in is a list the payload cannot extend: it is fetched again.
+// Which rooms the viewer is in, and the room's messages now readable: fetched again.
 const JoinRoom = graphql(`
   mutation JoinRoom($name: String!) {
     joinRoom(name: $name) {
@@ -80,7 +80,6 @@ const PostRoomMessage = graphql(`
 
 export function Rooms({ name }: { name?: string }) {
   const { data, error } = useQuery(RoomsQuery);
-  const [join, joining] = useMutation(JoinRoom, { refetchQueries: [RoomsQuery], awaitRefetchQueries: true });
   if (error) return <ErrorNote error={error} />;
   if (!data) return <p>Loading…</p>;
   const mine = new Set(data.me?.user.rooms.nodes.map((room) => room.name));
@@ -97,78 +96,86 @@ export function Rooms({ name }: { name?: string }) {
           </li>
         ))}
       </ul>
-      <div>
-        {name && mine.has(name) && <Room key={name} name={name} />}
-        {name && !mine.has(name) && (
-          <>
-            <h1>#{name}</h1>
-            <button disabled={joining.loading} onClick={() => void join({ variables: { name } })}>
-              Join #{name}
-            </button>
-            <ErrorNote error={joining.error} />
-          </>
-        )}
-        {!name && <p className="muted">Pick a room.</p>}
-      </div>
+      <div>{name ? <Room key={name} name={name} /> : <p className="muted">Pick a room.</p>}</div>
     </section>
   );
 }
 
 function Room({ name }: { name: string }) {
-  const { data, error, subscribeToMore } = useQuery(RoomQuery, { variables: { name } });
+  // Anyone sees a room; its messages are for participants. To anyone else `messages` is null,
+  // with a FORBIDDEN error on that field alone: `errorPolicy: "all"` keeps the rest.
+  const { data, error, subscribeToMore } = useQuery(RoomQuery, { variables: { name }, errorPolicy: "all" });
+  const [join, joining] = useMutation(JoinRoom, {
+    refetchQueries: [RoomQuery, RoomsQuery],
+    awaitRefetchQueries: true,
+  });
   const [post] = useMutation(PostRoomMessage);
   const [draft, setDraft] = useState("");
-  const newest = data?.room?.messages.nodes[0]?.id;
-  const loaded = data?.room != null;
+  const messages = data?.room?.messages;
+  const member = messages != null;
   useEffect(() => {
-    if (!loaded) return;
+    if (!member) return;
     return subscribeToMore({
       document: RoomMessages,
       // From the newest message on screen: nothing between the query and the subscription is lost.
-      variables: { room: name, after: newest ?? null },
+      variables: { room: name, after: messages.nodes[0]?.id ?? null },
       // A room has many readers, so its events do not carry the room's message list (each would
       // cost a read per reader): each message is added to the list here, once.
       updateQuery: (_, options) => {
         if (!options.complete) return;
         const previous = options.previousData;
         const message = options.subscriptionData.data.roomMessages;
-        const room = previous.room;
-        if (!room || room.messages.nodes.some((m) => m.id === message.id)) return;
-        return { ...previous, room: { ...room, messages: { ...room.messages, nodes: [message, ...room.messages.nodes] } } };
+        const list = previous.room?.messages;
+        if (!list || list.nodes.some((m) => m.id === message.id)) return;
+        const room = { ...previous.room!, messages: { ...list, nodes: [message, ...list.nodes] } };
+        return { ...previous, room };
       },
     });
-  }, [loaded, name, subscribeToMore]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [member, name, subscribeToMore]); // eslint-disable-line react-hooks/exhaustive-deps
 
-  if (error) return <ErrorNote error={error} />;
-  if (!data?.room) return <p>Loading…</p>;
+  if (!data) return error ? <ErrorNote error={error} /> : <p>Loading…</p>;
+  if (!data.room) return <p>No room #{name}.</p>;
   const room = data.room;
   return (
     <>
       <h1>
         #{room.name} <span className="muted">{room.participantCount} in</span>
       </h1>
-      <ol className="messages" aria-label="Room messages">
-        {[...room.messages.nodes].reverse().map((message) => (
-          <li key={message.id} className={message.systemMessage ? "system" : "theirs"}>
-            {message.author && <strong>{message.author.login} </strong>}
-            <span className="content">{message.content}</span>
-            <time dateTime={message.postedAt}>{new Date(message.postedAt).toLocaleTimeString()}</time>
-          </li>
-        ))}
-      </ol>
-      <form
-        onSubmit={(event) => {
-          event.preventDefault();
-          const content = draft.trim();
-          if (!content) return;
-          // The message comes back through the subscription, like everyone else's.
-          void post({ variables: { room: name, content, clientMutationId: crypto.randomUUID() } });
-          setDraft("");
-        }}
-      >
-        <input aria-label="Room message" value={draft} onChange={(event) => setDraft(event.target.value)} />
-        <button type="submit">Post</button>
-      </form>
+      {room.banner && <p className="muted">{room.banner}</p>}
+      {!messages && (
+        <>
+          <button disabled={joining.loading} onClick={() => void join({ variables: { name } })}>
+            Join #{name}
+          </button>
+          <ErrorNote error={joining.error} />
+        </>
+      )}
+      {messages && (
+        <>
+          <ol className="messages" aria-label="Room messages">
+            {[...messages.nodes].reverse().map((message) => (
+              <li key={message.id} className={message.systemMessage ? "system" : "theirs"}>
+                {message.author && <strong>{message.author.login} </strong>}
+                <span className="content">{message.content}</span>
+                <time dateTime={message.postedAt}>{new Date(message.postedAt).toLocaleTimeString()}</time>
+              </li>
+            ))}
+          </ol>
+          <form
+            onSubmit={(event) => {
+              event.preventDefault();
+              const content = draft.trim();
+              if (!content) return;
+              // The message comes back through the subscription, like everyone else's.
+              void post({ variables: { room: name, content, clientMutationId: crypto.randomUUID() } });
+              setDraft("");
+            }}
+          >
+            <input aria-label="Room message" value={draft} onChange={(event) => setDraft(event.target.value)} />
+            <button type="submit">Post</button>
+          </form>
+        </>
+      )}
     </>
   );
 }
