@@ -45,7 +45,10 @@ from gateway.graph import executor_internals
 FENCES: tuple[ModuleType, ...] = (driver_internals, executor_internals)
 ROOT = Path(__file__).resolve().parents[2]
 GATEWAY = ROOT / "gateway"
-FENCE_FILES = {Path(fence.__file__ or "").resolve() for fence in FENCES}
+#: aiohttp's fence keeps its own check (``tests/unit/test_aiohttp_internals.py``); the scan
+#: below looks at the rest of the gateway.
+AIOHTTP_FENCE = GATEWAY / "server" / "aiohttp_internals.py"
+FENCE_FILES = {Path(fence.__file__ or "").resolve() for fence in FENCES} | {AIOHTTP_FENCE.resolve()}
 LIBRARIES = ("cassandra", "graphql", "strawberry")
 
 Reach = tuple[object, str, str]
