@@ -18,6 +18,8 @@ any lower module, and no module needs a lazy type or a late import.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import strawberry
 from strawberry.extensions import DisableIntrospection, MaxTokensLimiter
 from strawberry.schema.config import StrawberryConfig
@@ -30,7 +32,7 @@ from gateway.contacts.events import DISCOVERY, FANOUT_NUDGE
 from gateway.contacts.schema import ContactsMe, ContactsMutation, ContactsSubscription
 from gateway.graph.compose import join_fields
 from gateway.graph.context import context_of
-from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
+from gateway.graph.errors import ErrorCode, ErrorCodes, ErrorCodeSchema
 from gateway.graph.limits import QueryLimits, limited_validation
 from gateway.graph.metrics import StatementMetrics
 from gateway.graph.node import Node, NodeType, global_id, resolve_node
@@ -89,7 +91,10 @@ NODE_TYPES = {
 }
 
 
-@strawberry.type
+@strawberry.type(
+    description="What can be read: a few things by name anonymously (users, rooms, posts), "
+    "everything of your own through `me` once signed in (send `Authorization: Bearer <token>`)."
+)
 class Query(UserQuery, RoomQuery, BlogQuery):
     @strawberry.field(description="The signed-in user's view; null when not signed in.")
     async def me(self, info: Info) -> Me | None:
@@ -100,12 +105,22 @@ class Query(UserQuery, RoomQuery, BlogQuery):
         description="Any object by its global id; null when there is none or it is not yours "
         "(another user's folders, talk partners and `Me`). BAD_USER_INPUT for a malformed id."
     )
-    async def node(self, info: Info, id: strawberry.ID) -> Node | None:
+    async def node(
+        self,
+        info: Info,
+        id: Annotated[
+            strawberry.ID, strawberry.argument(description="A global id, as any `Node`'s `id` field gave it.")
+        ],
+    ) -> Node | None:
         found: Node | None = await resolve_node(info, NODE_TYPES, id)
         return found
 
 
-@strawberry.type
+@strawberry.type(
+    description="What can be changed, always as the signed-in user (the token's, never one named in "
+    "the arguments). Creating mutations take an idempotency key (`clientMessageId`, or "
+    "`clientMutationId`) that makes a retry after a lost answer store nothing twice."
+)
 class Mutation(
     UserMutation,
     PresenceMutation,
@@ -118,7 +133,11 @@ class Mutation(
     pass
 
 
-@strawberry.type
+@strawberry.type(
+    description="Live events over a WebSocket on /graphql (graphql-transport-ws; send the token as "
+    "`authorization` in the connection_init payload). A subscription ends with UNAVAILABLE when live "
+    "updates are lost; what was missed meanwhile is stored and can be queried."
+)
 class Subscription(UserSubscription, MessengerSubscription, RoomSubscription, ContactsSubscription):
     pass
 
@@ -140,8 +159,16 @@ def build_schema(settings: Settings | None = None, *, plain_fields: bool | None 
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
+        # ErrorCode is no field's type: it is listed so the SDL, and the code clients generate
+        # from it, carry the codes errors hold (see its description).
+        types=[ErrorCode],
         scalar_overrides=SCALAR_OVERRIDES,
-        config=StrawberryConfig(batching_config={"max_operations": BATCH_CEILING}),
+        config=StrawberryConfig(
+            batching_config={"max_operations": BATCH_CEILING},
+            # @defer and @stream (queries over HTTP, multipart/mixed: gateway/http/incremental.py);
+            # a document without them still executes, and answers, as a plain ExecutionResult.
+            enable_experimental_incremental_execution=True,
+        ),
         execution_context_class=PlainFieldsExecutor if plain_fields else None,
         extensions=[
             Observed,

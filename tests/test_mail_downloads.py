@@ -242,13 +242,13 @@ async def test_attachment_urls_never_take_the_request_host(
     shown = await api.ok(EMAIL, {"id": email_id}, token=bob.token, headers=forged)
     url = shown["me"]["email"]["attachments"][0]["url"]
     assert "attacker" not in url
-    assert url.startswith(f"/attachments/{email_id}/video.bin?u={bob.login}&exp="), url
+    assert url.startswith(f"/attachments/{stored_id(email_id)}/video.bin?u={bob.login}&exp="), url
     assert (await fetch(api.base_url + url, Range="bytes=0-9"))[2] == shared["content"][:10]
 
     public, _ = await make_server(public_url="https://files.example.com/mail")
     shown = await public.ok(EMAIL, {"id": email_id}, token=bob.token, headers=forged)
     assert shown["me"]["email"]["attachments"][0]["url"].startswith(
-        f"https://files.example.com/mail/attachments/{email_id}/video.bin?"
+        f"https://files.example.com/mail/attachments/{stored_id(email_id)}/video.bin?"
     )
 
 

@@ -4,6 +4,7 @@ conversations, paging across buckets, idempotent retries, validation and stateme
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -178,6 +179,10 @@ async def test_two_hundred_messages_page_across_buckets(api: Api, make_server: S
     bob = await tiny_api.sign_up("bob")
     sent: list[str] = []
     for n in range(200):
+        if n == 100:
+            # Half the messages in a later bucket than the first, however fast they go.
+            first_second = time_of(uuid_of(sent[0])).timestamp() // 1
+            await asyncio.sleep(max(0.0, first_second + 1.01 - time.time()))
         message = await send(tiny_api, alice if n % 3 else bob, bob.login if n % 3 else alice.login, f"m{n}")
         sent.append(message["id"])
     conversation_key = conversation_id(alice.login, bob.login)

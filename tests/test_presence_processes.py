@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -65,13 +66,19 @@ async def test_a_socket_on_a_is_seen_online_on_b_then_offline_with_the_time(
         await watcher.start(CHANGED, {"l": [alice.login]})
         assert (await next_event(watcher))["presence"] == {"online": False, "lastSeenAt": None}
         await wait_subscribers(broker.url, f"{base_settings.keyspace}:{presence_channel(alice.login)}", 1)
+        opened = time.monotonic()
         async with online(a.api, alice):
             came = await asyncio.wait_for(next_event(watcher), WAIT)
+            print(f"online on A seen on B after {time.monotonic() - opened:.3f} s (socket open to event)")
             assert came == {"user": {"login": alice.login}, "presence": {"online": True, "lastSeenAt": None}}
             # B answers queries from the same board.
             assert await presence_of(b.api, bob, alice.login) == {"online": True, "lastSeenAt": None}
-            closing = datetime.now(UTC)
+            # DateTime carries milliseconds: compare at that precision.
+            now = datetime.now(UTC)
+            closing = now.replace(microsecond=now.microsecond // 1000 * 1000)
+            closed = time.monotonic()
         went = await asyncio.wait_for(next_event(watcher), WAIT)
+        print(f"offline on A seen on B after {time.monotonic() - closed:.3f} s")
         assert went["presence"]["online"] is False
         assert closing <= datetime.fromisoformat(went["presence"]["lastSeenAt"]) <= datetime.now(UTC)
         assert await presence_of(b.api, bob, alice.login) == went["presence"]
@@ -116,7 +123,9 @@ async def test_the_users_of_a_killed_process_go_offline_within_the_bound(
 
             assert await doomed.stop(signal.SIGKILL) == -signal.SIGKILL
             killed = datetime.now(UTC)
+            died = time.monotonic()
             went = await asyncio.wait_for(next_event(watcher), WAIT)
+            print(f"SIGKILLed process's user offline after {time.monotonic() - died:.3f} s (TTL {TTL} s)")
     finally:
         if doomed.process.returncode is None:
             await doomed.stop(signal.SIGKILL)

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import strawberry
 from strawberry.types import Info
 
@@ -16,7 +18,7 @@ from gateway.blog.store import ALL_POSTS, PostStore
 from gateway.blog.types import Comment, Post, post_node
 from gateway.errors import Conflict, NotFound
 from gateway.graph.context import context_of
-from gateway.graph.pagination import Connection, page_request, position_cursor
+from gateway.graph.pagination import After, Before, Connection, First, Last, page_request, position_cursor
 from gateway.ratelimit.policy import Limit
 
 POSTS_PAGE = 10
@@ -25,46 +27,62 @@ AUTHOR_POSTS_PAGE = 10
 
 @strawberry.input(description="A new post. Tags are stored lower-case, duplicates dropped.")
 class PostInput:
-    slug: str = strawberry.field(description="[a-z0-9]+(-[a-z0-9]+)*, at most 100 characters.")
-    title: str = strawberry.field(description="1-200 characters.")
-    body: str = strawberry.field(description="At most 100 000 characters.")
+    slug: str = strawberry.field(
+        description="The post's address, unique: lower-case words of letters and digits joined by single "
+        "hyphens (`my-first-post`), at most 100 characters. CONFLICT when taken."
+    )
+    title: str = strawberry.field(description="1-200 characters after trimming.")
+    body: str = strawberry.field(
+        description="At most 100 000 characters, kept exactly as written; may be empty."
+    )
     tags: list[str] = strawberry.field(
-        default_factory=list, description="At most 10, each 1-30 of [a-z0-9-]."
+        default_factory=list,
+        description="At most 10, each 1-30 letters, digits or hyphens after trimming; stored lower-case.",
     )
     client_mutation_id: str | None = strawberry.field(
         default=None,
-        description="An idempotency key you generate (a UUID): a retry with the same key publishes "
-        "nothing twice and returns the first post.",
+        description="An idempotency key you generate (a UUID; at most 100 characters): a retry with the "
+        "same key publishes nothing twice and returns the first post.",
     )
 
 
 @strawberry.input(description="A comment. Commenters do not sign in; the email is never shown.")
 class CommentInput:
-    name: str = strawberry.field(description="1-100 characters.")
-    email: str
+    name: str = strawberry.field(
+        description="The name shown with the comment (`commenterName`): 1-100 characters after trimming."
+    )
+    email: str = strawberry.field(description="The commenter's email address: stored, never shown to anyone.")
     text: str = strawberry.field(description="1-4000 characters after trimming.")
     client_mutation_id: str | None = strawberry.field(
         default=None,
-        description="An idempotency key you generate (a UUID): a retry with the same key on the same "
-        "post stores no second comment and returns the first.",
+        description="An idempotency key you generate (a UUID; at most 100 characters): a retry with the "
+        "same key on the same post stores no second comment and returns the first.",
     )
 
 
 @strawberry.type
 class BlogQuery:
     @strawberry.field(description="A post by slug; null when there is none.")
-    async def post(self, info: Info, slug: str) -> Post | None:
+    async def post(
+        self, info: Info, slug: Annotated[str, strawberry.argument(description="The post's slug, exactly.")]
+    ) -> Post | None:
         return await post_node(info, slug)
 
     @strawberry.field(description="Posts newest first: those tagged `tag`, or all posts without one.")
     async def posts(
         self,
         info: Info,
-        tag: str | None = None,
-        first: int | None = POSTS_PAGE,
-        after: str | None = None,
-        last: int | None = None,
-        before: str | None = None,
+        tag: Annotated[
+            str | None,
+            strawberry.argument(
+                description="Only posts with this tag (any case: tags are lower-case); "
+                "BAD_USER_INPUT when it cannot be a tag. Null: every post."
+            ),
+        ] = None,
+        first: First = POSTS_PAGE,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[Post]:
         timeline = ALL_POSTS if tag is None else rules.tag(tag, "tag")
         request = page_request(info, first, after, last, before, POSTS_PAGE)
@@ -82,10 +100,14 @@ class BlogQuery:
 @strawberry.type
 class BlogMutation:
     @strawberry.mutation(
-        description="Publish a post as yourself. CONFLICT when the slug is taken; repeating your "
-        "own identical publish (a retry) returns the post."
+        description="Publish a post as yourself: it heads the front page, its tags' lists and yours. "
+        "CONFLICT when the slug is taken; repeating your own identical publish (a retry) returns the post."
     )
-    async def publish_post(self, info: Info, input: PostInput) -> Post:
+    async def publish_post(
+        self,
+        info: Info,
+        input: Annotated[PostInput, strawberry.argument(description="Its slug, title, body and tags.")],
+    ) -> Post:
         context = context_of(info)
         client_key = context.idempotency_key(info, input.client_mutation_id)
         author = await context.require_viewer()
@@ -104,8 +126,16 @@ class BlogMutation:
             raise Conflict(f"The slug '{draft.slug}' is taken.", field="slug")
         return Post.of(published.post)
 
-    @strawberry.mutation(description="Comment on a post; no sign-in needed. NOT_FOUND for a missing post.")
-    async def add_comment(self, info: Info, slug: str, input: CommentInput) -> Comment:
+    @strawberry.mutation(
+        description="Comment on a post; no sign-in needed. NOT_FOUND for a missing post. Rate limited "
+        "per client address."
+    )
+    async def add_comment(
+        self,
+        info: Info,
+        slug: Annotated[str, strawberry.argument(description="The slug of the post to comment on.")],
+        input: Annotated[CommentInput, strawberry.argument(description="Your name, email and text.")],
+    ) -> Comment:
         context = context_of(info)
         client_key = context.idempotency_key(info, input.client_mutation_id)
         key = rules.slug(slug)
@@ -135,10 +165,10 @@ class BlogUser:
     async def posts(
         self,
         info: Info,
-        first: int | None = AUTHOR_POSTS_PAGE,
-        after: str | None = None,
-        last: int | None = None,
-        before: str | None = None,
+        first: First = AUTHOR_POSTS_PAGE,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[Post]:
         request = page_request(info, first, after, last, before, AUTHOR_POSTS_PAGE)
         store = context_of(info).store(PostStore)

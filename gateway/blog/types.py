@@ -20,7 +20,7 @@ from gateway.blog.records import CommentRecord, PostRecord, PostSummary
 from gateway.graph.context import context_of
 from gateway.graph.cost import max_items, text_bound
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
-from gateway.graph.pagination import Connection, page_request, position_cursor
+from gateway.graph.pagination import After, Before, Connection, First, Last, page_request, position_cursor
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.users.types import User, require_user, users_by_login
@@ -45,9 +45,15 @@ class Comment(Node):
 
     _record: strawberry.Private[CommentRecord]
     id: strawberry.ID = computed_field(_comment_id, description=ID_DESCRIPTION)
-    commenter_name: str = source_field("_record.name")
-    text: str = source_field("_record.text", metadata=text_bound(rules.COMMENT_MAX))
-    posted_at: datetime = source_field("_record.posted_at")
+    commenter_name: str = source_field(
+        "_record.name", description="The name the commenter gave (1-100 characters); not a user's login."
+    )
+    text: str = source_field(
+        "_record.text",
+        description="What the commenter wrote: 1-4000 characters.",
+        metadata=text_bound(rules.COMMENT_MAX),
+    )
+    posted_at: datetime = source_field("_record.posted_at", description="When it was posted.")
 
     @classmethod
     def of(cls, record: CommentRecord) -> Comment:
@@ -60,12 +66,15 @@ class Post(Node):
     Strawberry's fast path); a list also hands each post the authors, comment
     counts and bodies its query selects, loaded once for the whole page."""
 
-    slug: str
-    title: str
+    slug: str = strawberry.field(
+        description="The post's unique address: lower-case words joined by hyphens, at most 100 "
+        "characters; `post(slug:)` finds it."
+    )
+    title: str = strawberry.field(description="The headline: 1-200 characters.")
     tags: list[str] = strawberry.field(
         description="Lower-case, in the order the author gave them.", metadata=max_items(rules.TAGS_MAX)
     )
-    published_at: datetime
+    published_at: datetime = strawberry.field(description="When it was published; lists are ordered by it.")
     _author: strawberry.Private[str]
     #: None when the post came from a list, whose index rows do not carry bodies.
     _body: strawberry.Private[str | None]
@@ -136,6 +145,7 @@ class Post(Node):
 
     @strawberry.field(
         graphql_type=str,
+        description="The text, exactly as the author wrote it: at most 100 000 characters.",
         metadata={**plain_reader(lambda p: _known(p._body)), **text_bound(rules.BODY_MAX)},
     )
     def body(self, info: Info) -> str | Awaitable[str]:
@@ -147,24 +157,32 @@ class Post(Node):
         self._body = record.body if record else ""
         return self._body
 
-    @strawberry.field(graphql_type=User, metadata=plain_reader(lambda p: _known(p._author_user)))
+    @strawberry.field(
+        graphql_type=User,
+        description="Who published it.",
+        metadata=plain_reader(lambda p: _known(p._author_user)),
+    )
     def author(self, info: Info) -> User | Awaitable[User]:
         known = _known(self._author_user)
         return require_user(info, self._author) if known is NOT_READ else known
 
-    @strawberry.field(graphql_type=int, metadata=plain_reader(lambda p: _known(p._comment_count)))
+    @strawberry.field(
+        graphql_type=int,
+        description="How many comments it has.",
+        metadata=plain_reader(lambda p: _known(p._comment_count)),
+    )
     def comment_count(self, info: Info) -> int | Awaitable[int]:
         known = _known(self._comment_count)
         return context_of(info).loader(comment_count_loader).load(self.slug) if known is NOT_READ else known
 
-    @strawberry.field(description="Oldest first.")
+    @strawberry.field(description="Its comments, oldest first.")
     async def comments(
         self,
         info: Info,
-        first: int | None = COMMENTS_PAGE,
-        after: str | None = None,
-        last: int | None = None,
-        before: str | None = None,
+        first: First = COMMENTS_PAGE,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[Comment]:
         request = page_request(info, first, after, last, before, COMMENTS_PAGE)
         position = timeline_position(request.cursor, request.cursor_field)

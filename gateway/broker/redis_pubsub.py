@@ -35,9 +35,10 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from gateway.broker.codec import EventCodec, UnknownEvent
-from gateway.broker.pubsub import BrokerState, BrokerUnavailable
+from gateway.broker.pubsub import BrokerState, BrokerUnavailable, publishing
 from gateway.broker.redis_client import close_within, redis_client
 from gateway.tasks import cancel_and_wait
+from gateway.tracing import Tracer
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,7 @@ class RedisPubSub:
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
         self._publisher = self._client(max_connections=16)
+        self.tracer: Tracer | None = None
 
     def _client(self, max_connections: int = 2) -> aioredis.Redis:
         """A client that fails fast: retrying is this class's job, so nothing retries silently."""
@@ -121,7 +123,12 @@ class RedisPubSub:
 
     async def publish(self, channel: str, message: Any) -> None:
         data = self._codec.encode(message)
-        await self._send(channel, data)
+        if self.tracer is None:
+            await self._send(channel, data)
+            return
+        with publishing(self.tracer, "redis", channel) as span:
+            span.set_attribute("messaging.message.body.size", len(data))
+            await self._send(channel, data)
 
     def close(self, channel: str) -> None:
         self._spawn(self._send(channel, _CLOSE_FRAME))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
 from datetime import datetime
+from typing import Annotated
 
 import strawberry
 from strawberry.types import Info
@@ -18,20 +19,37 @@ from gateway.errors import BadUserInput
 from gateway.graph.context import context_of
 from gateway.graph.cost import max_items
 from gateway.graph.node import global_id
-from gateway.graph.pagination import Connection, page_size
+from gateway.graph.pagination import After, Connection, First, page_size
 from gateway.graph.selection import selects
 from gateway.ratelimit.policy import Limit
 from gateway.users.types import User, load_users, users_by_login
+
+#: The identity named by a mutation's arguments.
+Network = Annotated[
+    str,
+    strawberry.argument(
+        description="The network: `tel` (a phone number), `email` or `fb` (a Facebook user id), in any case."
+    ),
+]
+NetworkId = Annotated[
+    str,
+    strawberry.argument(
+        description="The id on that network: a phone number in any common notation (normalised to E.164; "
+        "a national one gets the gateway's country code), an email address, or a numeric Facebook id. "
+        "BAD_USER_INPUT when it is none of these."
+    ),
+]
+NETWORK_DESCRIPTION = "`tel`, `email` or `fb`."
 
 
 @strawberry.type(
     description="An identity of yours on a network: a phone number, an email address, a Facebook id."
 )
 class Identity:
-    id: strawberry.ID
-    network: str
+    id: strawberry.ID = strawberry.field(description="Unique among all identities: the network and its id.")
+    network: str = strawberry.field(description=NETWORK_DESCRIPTION)
     network_id: str = strawberry.field(description="Normalised: phone numbers in E.164, emails lower-case.")
-    linked_at: datetime
+    linked_at: datetime = strawberry.field(description="When you proved it yours (linkIdentity).")
 
     @classmethod
     def of(cls, linked: LinkedIdentity) -> Identity:
@@ -49,9 +67,9 @@ class Contact:
     plain attributes resolve on Strawberry's fast path."""
 
     id: strawberry.ID = strawberry.field(description="Unique among all address books: it includes yours.")
-    network: str
+    network: str = strawberry.field(description=NETWORK_DESCRIPTION)
     network_id: str = strawberry.field(description="Normalised: phone numbers in E.164, emails lower-case.")
-    name: str | None
+    name: str | None = strawberry.field(description="Your name for the contact, as uploaded; null when none.")
     discovered_at: datetime | None = strawberry.field(
         description="When the owner of this identity became known to you; null until then."
     )
@@ -100,8 +118,13 @@ class ContactSync:
 
 @strawberry.input(description="One address-book entry: the id on the upload's network, and your name for it.")
 class ContactInput:
-    network_id: str
-    name: str | None = None
+    network_id: str = strawberry.field(
+        description="The contact's id on the upload's network: a phone number in any common notation, an "
+        "email address, or a numeric Facebook id. BAD_USER_INPUT on `contacts[i].networkId` when it is none."
+    )
+    name: str | None = strawberry.field(
+        default=None, description="1-100 characters after trimming; null when none."
+    )
 
 
 @strawberry.type
@@ -122,9 +145,11 @@ class ContactsMe:
     async def contacts(
         self,
         info: Info,
-        first: int | None = 50,
-        after: str | None = None,
-        network: str | None = None,
+        first: First = 50,
+        after: After = None,
+        network: Annotated[
+            str | None, strawberry.argument(description="Only this network's book: `tel`, `email` or `fb`.")
+        ] = None,
     ) -> Connection[Contact]:
         size = page_size(info, first, 50)
         only = rules.network(network) if network is not None else None
@@ -146,7 +171,9 @@ class ContactsMutation:
         "prove it is yours with linkIdentity. 6 digits, single use, valid 10 minutes; a new request "
         "replaces the pending code. RATE_LIMITED when asked too often or after too many wrong codes."
     )
-    async def request_identity_verification(self, info: Info, network: str, network_id: str) -> bool:
+    async def request_identity_verification(
+        self, info: Info, network: Network, network_id: NetworkId
+    ) -> bool:
         context = context_of(info)
         login = await context.require_viewer()
         await context.rate_limit(Limit.VERIFICATION_REQUEST, login)
@@ -159,7 +186,16 @@ class ContactsMutation:
         "CONFLICT if another user holds it; linking it again is harmless. Everyone who has it in an "
         "uploaded address book discovers you."
     )
-    async def link_identity(self, info: Info, network: str, network_id: str, code: str) -> Identity:
+    async def link_identity(
+        self,
+        info: Info,
+        network: Network,
+        network_id: NetworkId,
+        code: Annotated[
+            str,
+            strawberry.argument(description="The 6 digits requestIdentityVerification sent to the identity."),
+        ],
+    ) -> Identity:
         context = context_of(info)
         login = await context.require_viewer()
         directory = context.store(ContactDirectory)
@@ -180,7 +216,7 @@ class ContactsMutation:
         description="Release an identity you linked; false if you do not hold it. Address books that "
         "had found you through it show that contact without a user again (no event is sent)."
     )
-    async def unlink_identity(self, info: Info, network: str, network_id: str) -> bool:
+    async def unlink_identity(self, info: Info, network: Network, network_id: NetworkId) -> bool:
         context = context_of(info)
         login = await context.require_viewer()
         return await context.store(ContactDirectory).unlink_identity(login, network, network_id)
@@ -189,7 +225,15 @@ class ContactsMutation:
         description="Replace your address book of one network (at most 5000 contacts; an empty list clears "
         "it). Returns the contacts with their users where known, and the users newly discovered."
     )
-    async def upload_contacts(self, info: Info, network: str, contacts: list[ContactInput]) -> ContactSync:
+    async def upload_contacts(
+        self,
+        info: Info,
+        network: Network,
+        contacts: Annotated[
+            list[ContactInput],
+            strawberry.argument(description="The whole book: it replaces the one you had for `network`."),
+        ],
+    ) -> ContactSync:
         context = context_of(info)
         login = await context.require_viewer()
         directory = context.store(ContactDirectory)

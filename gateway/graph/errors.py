@@ -10,10 +10,17 @@ and the GraphQL layer its own :class:`QueryTooComplex`. After each operation,
 - GraphQL syntax / validation / variable errors: kept, with a code;
 - anything else: masked as ``INTERNAL_SERVER_ERROR`` with a request id, and the
   original logged under that id (never shown to the client).
+
+:class:`ErrorCode` lists every code a client can meet, from this module and from
+the HTTP layer's refusals alike, and is printed into the schema as ``enum
+ErrorCode`` so that client code generators emit it. ``tests/unit/test_error_codes.py``
+reads every place in ``gateway/`` that sets a code and fails when one is missing
+from the enum, or the enum holds one that nothing sets.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import uuid
 from collections.abc import AsyncIterator, Container, Iterator
@@ -22,6 +29,7 @@ from typing import Any
 
 import strawberry
 from graphql import GraphQLError, GraphQLSyntaxError
+from graphql.execution import ExperimentalIncrementalExecutionResults
 from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
@@ -45,6 +53,97 @@ from gateway.graph.executor_internals import SchemaExtensionsRunner
 from gateway.graph.hooks import HookRunner
 
 log = logging.getLogger("gateway.errors")
+
+
+@strawberry.enum(
+    description="Every value `extensions.code` takes on an error the gateway returns, over HTTP and over "
+    "WebSocket alike. No field returns it: it is part of the schema so that code generators emit it, "
+    "for clients to compare `error.extensions.code` against. An error about one argument or input "
+    "field names it in `extensions.field`. Over HTTP, a request error (BAD_REQUEST, "
+    "GRAPHQL_PARSE_FAILED, GRAPHQL_VALIDATION_FAILED, PERSISTED_QUERY_NOT_FOUND, and QUERY_TOO_COMPLEX "
+    "before execution) comes without `data`."
+)
+class ErrorCode(enum.Enum):
+    BAD_REQUEST = strawberry.enum_value(
+        "BAD_REQUEST",
+        description="The request itself is malformed, before any operation runs: a body that is not a "
+        "GraphQL request, an unsupported content type or encoding, multipart out of the GraphQL "
+        "multipart request spec, a body over its limit, a persisted-query extension out of spec, an "
+        "operation a WebSocket does not run, or a subscription sent over plain HTTP (use the "
+        "WebSocket). A request refused before GraphQL sees it answers its 4xx HTTP status. Repeating "
+        "it unchanged fails again.",
+    )
+    BAD_USER_INPUT = strawberry.enum_value(
+        "BAD_USER_INPUT",
+        description="An argument or input field fails its rules (`extensions.field` names it: an input "
+        "object's field by its own name), or variables do not coerce to their declared types. Fix the "
+        "value; repeating it unchanged fails again.",
+    )
+    CONFLICT = strawberry.enum_value(
+        "CONFLICT",
+        description="A uniqueness rule or a cap was lost: a login, room name, post slug or folder label "
+        "taken, an identity another user holds, a full room, as many rooms as one user may be in; or a "
+        "concurrent change to the same thing won (another upload of the same address book in "
+        "progress), and trying again later may succeed.",
+    )
+    FORBIDDEN = strawberry.enum_value(
+        "FORBIDDEN",
+        description="Signed in but not allowed: not the room's creator (deleteRoom), not a participant "
+        "(a room's messages, postRoomMessage, roomMessages).",
+    )
+    GRAPHQL_PARSE_FAILED = strawberry.enum_value(
+        "GRAPHQL_PARSE_FAILED",
+        description="The document is not GraphQL: a syntax error, at the position the error's "
+        "`locations` give. Over graphql-transport-ws the socket is closed with 4400 instead, as that "
+        "protocol says.",
+    )
+    GRAPHQL_VALIDATION_FAILED = strawberry.enum_value(
+        "GRAPHQL_VALIDATION_FAILED",
+        description="The document parses but does not validate against this schema: an unknown field "
+        "or argument, a missing required argument, a wrong type; or introspection while the gateway "
+        "has it off.",
+    )
+    INTERNAL_SERVER_ERROR = strawberry.enum_value(
+        "INTERNAL_SERVER_ERROR",
+        description="Anything unexpected. The message is masked; `extensions.requestId` names the "
+        "server log entry that has the details, for a bug report.",
+    )
+    NOT_FOUND = strawberry.enum_value(
+        "NOT_FOUND",
+        description="What an argument names does not exist, or is private to someone else (which is "
+        "not told apart, so existence does not leak). A query for one missing thing (`user`, `room`, "
+        "`post`, `node`, `me.email`) answers null instead.",
+    )
+    PERSISTED_QUERY_NOT_FOUND = strawberry.enum_value(
+        "PERSISTED_QUERY_NOT_FOUND",
+        description="A persisted query's sha256Hash the gateway does not know: send the query with its "
+        "hash once and it is remembered (Apollo Client's persisted-queries link does that by itself). "
+        "With trusted documents, an operation outside the list.",
+    )
+    QUERY_TOO_COMPLEX = strawberry.enum_value(
+        "QUERY_TOO_COMPLEX",
+        description="The request asks for more than one request may: depth, aliases, fragments, tokens, "
+        "`first`/`last` over 100, list items in total, operations in a batch, the static cost, or "
+        "the size of the response; `extensions.cost` and `extensions.limit` when it is the cost, "
+        "`extensions.field` when it is one argument. Ask for less.",
+    )
+    RATE_LIMITED = strawberry.enum_value(
+        "RATE_LIMITED",
+        description="Too many attempts: wait `extensions.retryAfter` seconds (a whole number, at least "
+        "1) before trying again.",
+    )
+    UNAUTHENTICATED = strawberry.enum_value(
+        "UNAUTHENTICATED",
+        description="No token, or an invalid or expired one, where one is needed: sign in again. Also a "
+        "wrong login or password on signIn (one message for both).",
+    )
+    UNAVAILABLE = strawberry.enum_value(
+        "UNAVAILABLE",
+        description="Cassandra, or the broker live updates travel through, cannot answer right now. "
+        "`extensions.retrySafe` says whether sending the same request again is harmless: always for "
+        "queries, and for mutations sent with their idempotency key. A subscription it ends can be "
+        "started again later; nothing stored is lost meanwhile.",
+    )
 
 
 class QueryTooComplex(GatewayError):
@@ -145,6 +244,10 @@ class ErrorCodes(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         yield
         result = self.execution_context.result
+        if isinstance(result, ExperimentalIncrementalExecutionResults):
+            # @defer/@stream: the initial result here; later payloads are classified as they
+            # are sent (gateway/http/incremental.py).
+            result = result.initial_result
         if result is None or not result.errors:
             return
         context = self.execution_context.context
@@ -194,6 +297,8 @@ class ErrorCodeSchema(strawberry.Schema):
 
     async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
         result = await super().execute(*args, **kwargs)
+        if isinstance(result, ExperimentalIncrementalExecutionResults):
+            return result
         if result.errors:
             request_id = _request_id(kwargs.get("context_value"))
             result.errors = [classify(e, request_id) for e in result.errors]

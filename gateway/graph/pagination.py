@@ -22,7 +22,7 @@ import json
 import struct
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 from uuid import UUID
 
 import orjson
@@ -55,10 +55,55 @@ def _flag(flag: Flag) -> bool | Awaitable[bool]:
     return flag if isinstance(flag, bool) else flag()
 
 
-@strawberry.type
+#: The paging arguments, described once for every connection field; a field gives its
+#: own default page size (``first: First = 50``).
+First = Annotated[
+    int | None,
+    strawberry.argument(
+        description="Page forward: how many items to return from the head of the list, or from right "
+        "after `after`. 0 to 100 (more is QUERY_TOO_COMPLEX). Not with `last`."
+    ),
+]
+After = Annotated[
+    str | None,
+    strawberry.argument(
+        description="A cursor this list handed out (an edge's `cursor`, or `pageInfo.endCursor`): the "
+        "page starts with the item after it. One that does not decode is BAD_USER_INPUT."
+    ),
+]
+Last = Annotated[
+    int | None,
+    strawberry.argument(
+        description="Page backward: how many items to return from right before `before` (nearer the "
+        "list's head: newer, in a newest-first list), or from the tail without it. 0 to 100. The edges "
+        "stay in the list's order. Not with `first`."
+    ),
+]
+Before = Annotated[
+    str | None,
+    strawberry.argument(
+        description="A cursor this list handed out (an edge's `cursor`, or `pageInfo.startCursor`): the "
+        "page ends with the item before it. With `last`, a client catching up after a reconnect asks "
+        "for what came after the newest item it holds. Not with `after`."
+    ),
+]
+
+
+@strawberry.type(
+    description="Where a page stands in its list: the cursors at its two ends, and whether more items "
+    "lie beyond them. Paging is stable while items are added: a cursor stays valid, and no page "
+    "repeats or skips an item because another arrived meanwhile."
+)
 class PageInfo:
-    end_cursor: str | None
-    start_cursor: str | None = None
+    end_cursor: str | None = strawberry.field(
+        description="The cursor of the page's last edge, to pass as `after` for the next page; null "
+        "when the page is empty."
+    )
+    start_cursor: str | None = strawberry.field(
+        default=None,
+        description="The cursor of the page's first edge, to pass as `before` for the page before it "
+        "(on a field that takes `before`); null when the page is empty.",
+    )
     _next: strawberry.Private[Flag] = False
     _previous: strawberry.Private[Flag] = False
 
@@ -89,16 +134,27 @@ class PageInfo:
         return cls(end_cursor=end_cursor, start_cursor=start_cursor, _next=has_next, _previous=has_previous)
 
 
-@strawberry.type
+@strawberry.type(description="An item of a list, with the cursor that marks its place.")
 class Edge(Generic[T]):
-    cursor: str
-    node: T
+    cursor: str = strawberry.field(
+        description="Opaque: pass it as `after` (or `before`) to page on from this item. It stays valid "
+        "while the list changes."
+    )
+    node: T = strawberry.field(description="The item.")
 
 
-@strawberry.type
+@strawberry.type(
+    description="One page of a list (a Relay connection): its items with their cursors (`edges`), or "
+    "the items alone (`nodes`), and `pageInfo` to ask for the next page. Page with `first`/`after` "
+    "(and, where the field takes them, `last`/`before`)."
+)
 class Connection(Generic[T]):
-    edges: list[Edge[T]]
-    page_info: PageInfo
+    edges: list[Edge[T]] = strawberry.field(
+        description="The page's items in the list's order, each with its cursor."
+    )
+    page_info: PageInfo = strawberry.field(
+        description="The cursors at the page's ends, and whether more items lie beyond them."
+    )
 
     @strawberry.field(
         description="The nodes of `edges`, for clients that need no cursors.",

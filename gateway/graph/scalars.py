@@ -1,12 +1,22 @@
-"""``DateTime``: ISO 8601 in UTC, e.g. ``2026-11-22T05:28:00.123Z``."""
+"""The custom scalars as the schema declares them.
+
+``DateTime``: an RFC 3339 instant in UTC, e.g. ``2026-11-22T05:28:00.123Z``.
+``Upload``: Strawberry's file upload, declared here with what it is and the spec
+it follows (``@specifiedBy``), so client code generators need not guess either.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import strawberry
+from strawberry.file_uploads import Upload
 from strawberry.types.scalar import ScalarDefinition
+
+RFC_3339 = "https://datatracker.ietf.org/doc/html/rfc3339"
+MULTIPART_REQUEST_SPEC = "https://github.com/jaydenseric/graphql-multipart-request-spec"
 
 
 def serialize_datetime(value: datetime) -> str:
@@ -35,9 +45,30 @@ def parse_datetime(value: object) -> datetime:
 
 DateTime = strawberry.scalar(
     name="DateTime",
-    description="An ISO 8601 instant in UTC, e.g. 2026-11-22T05:28:00.123Z.",
+    description="An instant, as an RFC 3339 date-time string in UTC with milliseconds: "
+    "`2026-11-22T05:28:00.123Z`. Always written with the `Z` offset and three fraction digits, so two "
+    "values compare as strings in time order; a code generator can map it to a string type.",
+    specified_by_url=RFC_3339,
     serialize=serialize_datetime,
     parse_value=parse_datetime,
 )
 
-SCALAR_OVERRIDES: Mapping[object, ScalarDefinition] = {datetime: DateTime}
+
+def _as_is(value: Any) -> Any:
+    """An upload's value passes as it is, as in Strawberry's own ``Upload``: the view puts the
+    file part itself in the variables."""
+    return value
+
+
+UploadScalar = strawberry.scalar(
+    name="Upload",
+    description="A file sent with the request as a part of a `multipart/form-data` body, as the GraphQL "
+    "multipart request spec says (apollo-upload-client and most upload links speak it; the request "
+    "must carry `GraphQL-Preflight: 1` or `Apollo-Require-Preflight`). Only an input: in a variable, "
+    "a browser `File` or `Blob`. Sizes are bounded where it is taken (`EmailInput.attachments`).",
+    specified_by_url=MULTIPART_REQUEST_SPEC,
+    serialize=_as_is,
+    parse_value=_as_is,
+)
+
+SCALAR_OVERRIDES: Mapping[object, ScalarDefinition] = {datetime: DateTime, Upload: UploadScalar}

@@ -18,7 +18,16 @@ from gateway.errors import BadUserInput, NotFound
 from gateway.graph.context import Context, context_of
 from gateway.graph.cost import max_items, text_bound
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id, parse_global_id
-from gateway.graph.pagination import Connection, decode_position, page_request, position_cursor
+from gateway.graph.pagination import (
+    After,
+    Before,
+    Connection,
+    First,
+    Last,
+    decode_position,
+    page_request,
+    position_cursor,
+)
 from gateway.graph.plain_fields import computed_field, source_field
 from gateway.graph.selection import selects
 from gateway.mail import rules
@@ -43,10 +52,16 @@ EMAILS_PAGE = 50
 
 @strawberry.type(description="A file attached to an email.")
 class Attachment:
-    id: strawberry.ID
-    filename: str
-    content_type: str
-    size: int = strawberry.field(description="Bytes.")
+    id: strawberry.ID = strawberry.field(description="Unique among all attachments (a UUID).")
+    filename: str = strawberry.field(
+        description="The file's name as uploaded, without any directory part or control characters; at "
+        "most 255 characters, never empty. Unique within its email: the download URL names it."
+    )
+    content_type: str = strawberry.field(
+        description="The media type (`image/png`): as the upload declared it, else guessed from the name, "
+        "else `application/octet-stream`. Downloads are served with it."
+    )
+    size: int = strawberry.field(description="The file's size in bytes (at most 25 MB).")
     chunk_count: int = strawberry.field(description="Stored chunks of at most 1000 KiB.")
     _email_id: strawberry.Private[UUID]
     _link: strawberry.Private[SignedLink | None] = None
@@ -105,15 +120,22 @@ class EmailSummary:
     id: strawberry.ID = computed_field(
         _summary_id, description="Unique among all objects: not the email's own id (see `email`)."
     )
-    subject: str = source_field("_entry.subject")
-    sent_at: datetime = source_field("_entry.sent_at")
-    read: bool = source_field("_entry.read")
-    has_attachments: bool = source_field("_entry.has_attachments")
+    subject: str = source_field("_entry.subject", description="At most 200 characters; may be empty.")
+    sent_at: datetime = source_field(
+        "_entry.sent_at", description="When it was sent; folders are ordered by it."
+    )
+    read: bool = source_field("_entry.read", description="Whether you have read it.")
+    has_attachments: bool = source_field(
+        "_entry.has_attachments", description="Whether it has attachments (listed on `email`)."
+    )
     from_: User | Awaitable[User] = prefetched_user_field(
-        lambda e: e._entry.sender, users="_senders", name="from"
+        lambda e: e._entry.sender, users="_senders", name="from", description="Who sent it."
     )
 
-    @strawberry.field(description="The email itself.")
+    @strawberry.field(
+        description="The email itself, with its body and attachments; NOT_FOUND when it left your mailbox "
+        "since the page was read."
+    )
     async def email(self, info: Info) -> Email:
         found = await email_node(info, self._owner, str(self._entry.id))
         if found is None:  # moved or gone since the page was read
@@ -130,19 +152,27 @@ class Email(Node):
     id: strawberry.ID = strawberry.field(
         description=f"{ID_DESCRIPTION} Yours: another recipient's view of the email has another id."
     )
-    subject: str
-    body: str = strawberry.field(metadata=text_bound(rules.BODY_MAX))
-    sent_at: datetime
+    subject: str = strawberry.field(description="At most 200 characters; may be empty.")
+    body: str = strawberry.field(
+        description="The text, exactly as written: at most 100 000 characters.",
+        metadata=text_bound(rules.BODY_MAX),
+    )
+    sent_at: datetime = strawberry.field(description="When it was sent.")
     read: bool = strawberry.field(description="Whether you have read it.")
     folder: str = strawberry.field(description="The label of your folder that holds it.")
-    attachments: list[Attachment] = strawberry.field(metadata=max_items(MAX_FILES))
+    attachments: list[Attachment] = strawberry.field(
+        description="Its files, in the order they were sent (at most 20).", metadata=max_items(MAX_FILES)
+    )
     _record: strawberry.Private[EmailRecord]
 
-    @strawberry.field(name="from")
+    @strawberry.field(name="from", description="Who sent it.")
     async def from_(self, info: Info) -> User:
         return await require_user(info, self._record.sender)
 
-    @strawberry.field(metadata=max_items(rules.MAX_RECIPIENTS))
+    @strawberry.field(
+        description="Its recipients, in the order they were given (1-100).",
+        metadata=max_items(rules.MAX_RECIPIENTS),
+    )
     async def to(self, info: Info) -> list[User]:
         return await load_users(info, self._record.recipients)
 
@@ -162,19 +192,21 @@ class Email(Node):
 
 @strawberry.type(description="A mail folder: inbox, sent, or one of your own.")
 class Folder(Node):
-    label: str
-    color: str
-    unread_count: int
+    label: str = strawberry.field(
+        description="Its name, unique among your folders: `inbox`, `sent`, or one you created (lower-case)."
+    )
+    color: str = strawberry.field(description="`#rrggbb`, lower-case; grey (`#9e9e9e`) unless chosen.")
+    unread_count: int = strawberry.field(description="How many of its emails you have not read.")
     _login: strawberry.Private[str]
 
     @strawberry.field(description="The folder's emails, newest first.")
     async def emails(
         self,
         info: Info,
-        first: int | None = EMAILS_PAGE,
-        after: str | None = None,
-        last: int | None = None,
-        before: str | None = None,
+        first: First = EMAILS_PAGE,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[EmailSummary]:
         request = page_request(info, first, after, last, before, EMAILS_PAGE)
         position = decode_position(request.cursor, request.cursor_field)

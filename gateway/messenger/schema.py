@@ -17,7 +17,7 @@ from gateway.db.timeline import REPLAY_MAX, Seam
 from gateway.errors import NotFound
 from gateway.graph.context import Context, context_of
 from gateway.graph.live import Verdict
-from gateway.graph.pagination import Connection, Flag, page_request, resume_point
+from gateway.graph.pagination import After, Before, Connection, First, Flag, Last, page_request, resume_point
 from gateway.messenger import rules
 from gateway.messenger.cursors import mark_cursor, mark_position
 from gateway.messenger.events import receipts_channel, typing_channel, user_messages_channel
@@ -36,7 +36,13 @@ def service(context: Context) -> MessengerService:
     return MessengerService(context.store(MessengerStore), context.pubsub)
 
 
-WithArgument = Annotated[str, strawberry.argument(name="with", description="The other user's login.")]
+WithArgument = Annotated[
+    str,
+    strawberry.argument(
+        name="with",
+        description="The other user's login, in any case; BAD_USER_INPUT when it is your own.",
+    ),
+]
 
 
 async def _other_user(info: Info, viewer: str, login: str, field: str) -> str:
@@ -61,10 +67,10 @@ class MessengerMe:
     async def talk_partners(
         self,
         info: Info,
-        first: int | None = TALK_PARTNERS_PAGE,
-        after: str | None = None,
-        last: int | None = None,
-        before: str | None = None,
+        first: First = TALK_PARTNERS_PAGE,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[TalkPartner]:
         request = page_request(info, first, after, last, before, TALK_PARTNERS_PAGE)
         cursor = mark_position(request.cursor, request.cursor_field)
@@ -86,7 +92,10 @@ class MessengerMe:
             beyond = probe
         return Connection.paged(request, edges, page.more, beyond)
 
-    @strawberry.field(description="Your conversation with `with` (empty when you never talked).")
+    @strawberry.field(
+        description="Your conversation with `with` (empty when you never talked). NOT_FOUND when there "
+        "is no such user."
+    )
     async def conversation(self, info: Info, with_: WithArgument) -> Conversation:
         partner = await _other_user(info, self.login, with_, "with")
         return Conversation.between(self.login, partner)
@@ -95,11 +104,29 @@ class MessengerMe:
 @strawberry.type
 class MessengerMutation:
     @strawberry.mutation(
-        description="Send a direct message. The same (sender, clientMessageId) sent again within "
-        "3 days stores one message and returns it each time."
+        description="Send a direct message: it reaches both sides' `messageReceived`, and moves the "
+        "conversation to the top of both talk-partner lists. The same (sender, clientMessageId) sent "
+        "again within 3 days stores one message and returns it each time. Rate limited."
     )
     async def send_message(
-        self, info: Info, to: str, content: str, client_message_id: str | None = None
+        self,
+        info: Info,
+        to: Annotated[
+            str,
+            strawberry.argument(
+                description="The recipient's login, in any case. BAD_USER_INPUT when it is yours, "
+                "NOT_FOUND when there is no such user."
+            ),
+        ],
+        content: Annotated[str, strawberry.argument(description="1-4000 characters after trimming.")],
+        client_message_id: Annotated[
+            str | None,
+            strawberry.argument(
+                description="An idempotency key you generate (a UUID; at most 100 characters): a retry "
+                "after a lost answer stores nothing twice and returns the first message, which carries "
+                "it back in `clientMessageId`, to match an optimistic update."
+            ),
+        ] = None,
     ) -> DirectMessage:
         context = context_of(info)
         key = context.idempotency_key(info, client_message_id, "clientMessageId")
@@ -113,7 +140,8 @@ class MessengerMutation:
     @strawberry.mutation(
         description="Everything unread from `with` becomes read; a message arriving at the same "
         "moment is counted afterwards, never lost. Select `conversation { id unreadCount }` too, "
-        "and a normalised cache updates the talk partner and the conversation together."
+        "and a normalised cache updates the talk partner and the conversation together. The other "
+        "user's `conversationRead` hears of it. NOT_FOUND when there is no such user."
     )
     async def mark_conversation_read(self, info: Info, with_: WithArgument) -> TalkPartner:
         context = context_of(info)
@@ -128,7 +156,14 @@ class MessengerMutation:
         "otherwise), so send it again every 2 or 3 seconds while the user types. Only a talk partner "
         "hears it; true either way. Rate limited."
     )
-    async def set_typing(self, info: Info, with_: WithArgument, typing: bool = True) -> bool:
+    async def set_typing(
+        self,
+        info: Info,
+        with_: WithArgument,
+        typing: Annotated[
+            bool, strawberry.argument(description="true: you are typing (renew it); false: you stopped.")
+        ] = True,
+    ) -> bool:
         context = context_of(info)
         viewer = await context.require_viewer()
         other = rules.other_login(with_, viewer, "with")

@@ -21,7 +21,16 @@ from gateway.graph.context import context_of
 from gateway.graph.cost import text_bound
 from gateway.graph.live import viewer_dependent
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
-from gateway.graph.pagination import Connection, decode_position, page_request, position_cursor
+from gateway.graph.pagination import (
+    After,
+    Before,
+    Connection,
+    First,
+    Last,
+    decode_position,
+    page_request,
+    position_cursor,
+)
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.messenger import rules
@@ -76,13 +85,26 @@ class DirectMessage(Node):
         return _key_for(self, await context_of(info).viewer())
 
     id: strawberry.ID = computed_field(_message_id, description=ID_DESCRIPTION)
-    content: str = source_field("_record.content", metadata=text_bound(rules.CONTENT_MAX))
-    sent_at: datetime = source_field("_record.sent_at")
-    conversation_id: strawberry.ID = source_field(
-        "_record.conversation_id", description="The conversation it belongs to (`smaller:bigger` login)."
+    content: str = source_field(
+        "_record.content",
+        description="The text, as sent (trimmed): 1-4000 characters.",
+        metadata=text_bound(rules.CONTENT_MAX),
     )
-    sender: User | Awaitable[User] = prefetched_user_field(lambda m: m._record.sender)
-    recipient: User | Awaitable[User] = prefetched_user_field(lambda m: m._record.recipient)
+    sent_at: datetime = source_field(
+        "_record.sent_at", description="When it was sent; a conversation's messages are ordered by it."
+    )
+    conversation_id: strawberry.ID = source_field(
+        "_record.conversation_id",
+        description="The two users' logins, `smaller:bigger`: the same for both of them.",
+        deprecation_reason="Use `conversation { id }`: the conversation is a Node (since v3), and its "
+        "global id is what `node(id:)` and a normalised cache know it by.",
+    )
+    sender: User | Awaitable[User] = prefetched_user_field(
+        lambda m: m._record.sender, description="Who sent it."
+    )
+    recipient: User | Awaitable[User] = prefetched_user_field(
+        lambda m: m._record.recipient, description="Who it was sent to."
+    )
     client_message_id: str | Awaitable[str | None] | None = strawberry.field(
         resolver=_client_message_id,
         graphql_type=str | None,
@@ -192,14 +214,17 @@ class Conversation(Node):
         "read); null when they never have. The `conversationRead` subscription tells of each change.",
     )
 
-    @strawberry.field(description="Newest first.")
+    @strawberry.field(
+        description="The messages of both sides, newest first. To catch up after a reconnect, ask "
+        "`last: 50, before:` the cursor of the newest message you hold."
+    )
     async def messages(
         self,
         info: Info,
-        first: int | None = MESSAGES_PAGE,
-        after: str | None = None,
-        last: int | None = None,
-        before: str | None = None,
+        first: First = MESSAGES_PAGE,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[DirectMessage]:
         request = page_request(info, first, after, last, before, MESSAGES_PAGE)
         position = decode_position(request.cursor, request.cursor_field)
@@ -256,9 +281,17 @@ class TalkPartner(Node):
     _users: strawberry.Private[Prefetched]
 
     id: strawberry.ID = computed_field(_talk_partner_id, description=ID_DESCRIPTION)
-    partner: User | Awaitable[User] = prefetched_user_field(lambda p: p._record.partner)
-    last_message: str | None = computed_field(_last_message, metadata=text_bound(rules.CONTENT_MAX))
-    last_message_at: datetime | None = computed_field(_last_message_at)
+    partner: User | Awaitable[User] = prefetched_user_field(
+        lambda p: p._record.partner, description="The other user."
+    )
+    last_message: str | None = computed_field(
+        _last_message,
+        description="The text of the latest message either of you sent; null when there is none.",
+        metadata=text_bound(rules.CONTENT_MAX),
+    )
+    last_message_at: datetime | None = computed_field(
+        _last_message_at, description="When the latest message was sent; the list is ordered by it."
+    )
     last_message_id: strawberry.ID | None = computed_field(
         _last_message_id, description="The `id` of the last message (a `DirectMessage`)."
     )
@@ -271,7 +304,9 @@ class TalkPartner(Node):
     unread_since: datetime | None = strawberry.field(
         description="When the oldest unread message arrived; null when all is read."
     )
-    conversation: Conversation = computed_field(_conversation)
+    conversation: Conversation = computed_field(
+        _conversation, description="Your conversation with them: its messages and read state."
+    )
 
     @classmethod
     def of(cls, record: PartnerRecord, users: Prefetched = None) -> TalkPartner:
@@ -322,7 +357,7 @@ class ReadReceipt:
 class TypingEvent:
     _sender: strawberry.Private[str]
     typing: bool = strawberry.field(
-        description="true while they type; false when they stop, or when their client has not "
+        description="True while they type; false when they stop, or when their client has not "
         "renewed it for a few seconds."
     )
     at: datetime = strawberry.field(description="When it started or stopped.")

@@ -16,7 +16,7 @@ from gateway.db.timeline import REPLAY_MAX, Seam
 from gateway.errors import Forbidden, NotFound
 from gateway.graph.context import Context, context_of
 from gateway.graph.live import Recheck, Verdict
-from gateway.graph.pagination import Connection, page_size, resume_point
+from gateway.graph.pagination import After, Connection, First, page_size, resume_point
 from gateway.ratelimit.policy import Limit
 from gateway.rooms import rules
 from gateway.rooms.cursors import decode_scan_cursor, decode_user_room_cursor, scan_cursor, user_room_cursor
@@ -32,6 +32,12 @@ ROOMS_PAGE = 20
 USER_ROOMS_PAGE = 20
 
 
+#: A room named by an argument.
+RoomName = Annotated[
+    str, strawberry.argument(description="The room's name, exactly: names are case-sensitive.")
+]
+
+
 def service(context: Context) -> RoomService:
     return RoomService(
         context.db,
@@ -45,16 +51,14 @@ def service(context: Context) -> RoomService:
 @strawberry.type
 class RoomQuery:
     @strawberry.field(description="A room by name; null when there is none.")
-    async def room(self, info: Info, name: str) -> Room | None:
+    async def room(self, info: Info, name: RoomName) -> Room | None:
         return await room_node(info, name)
 
     @strawberry.field(
         description="Every room, in the table's storage order (not alphabetical). Rooms created "
         "or deleted while paging never shift a page."
     )
-    async def rooms(
-        self, info: Info, first: int | None = ROOMS_PAGE, after: str | None = None
-    ) -> Connection[Room]:
+    async def rooms(self, info: Info, first: First = ROOMS_PAGE, after: After = None) -> Connection[Room]:
         size = page_size(info, first, ROOMS_PAGE)
         start = decode_scan_cursor(after)
         if size == 0:
@@ -68,10 +72,26 @@ class RoomQuery:
 @strawberry.type
 class RoomMutation:
     @strawberry.mutation(
-        description="Create a room and join it. CONFLICT when the name is taken or you are in as "
-        "many rooms as allowed."
+        description="Create a room and join it as its creator. CONFLICT when the name is taken or you "
+        "are in as many rooms as allowed."
     )
-    async def create_room(self, info: Info, name: str, banner: str | None = None) -> Room:
+    async def create_room(
+        self,
+        info: Info,
+        name: Annotated[
+            str,
+            strawberry.argument(
+                description="3-31 characters: a letter or digit, then letters, digits, `_`, `.` or `-`. "
+                "Kept as given (case-sensitive, not trimmed)."
+            ),
+        ],
+        banner: Annotated[
+            str | None,
+            strawberry.argument(
+                description="A line shown with the room: at most 200 characters; empty is none."
+            ),
+        ] = None,
+    ) -> Room:
         context = context_of(info)
         viewer = await context.require_viewer()
         record = await service(context).create(viewer, rules.room_name(name), rules.banner(banner))
@@ -81,13 +101,16 @@ class RoomMutation:
         description="Join a room; joining twice is harmless. NOT_FOUND if it is gone, CONFLICT if it "
         "is full or you are in as many rooms as allowed."
     )
-    async def join_room(self, info: Info, name: str) -> Room:
+    async def join_room(self, info: Info, name: RoomName) -> Room:
         context = context_of(info)
         viewer = await context.require_viewer()
         return Room.of(await service(context).join(viewer, rules.room_name(name)))
 
-    @strawberry.mutation(description="Leave a room; false when you were not in it.")
-    async def leave_room(self, info: Info, name: str) -> bool:
+    @strawberry.mutation(
+        description="Leave a room; false when you were not in it. The room's subscribers see a system "
+        "message, and your own roomMessages subscription to it ends."
+    )
+    async def leave_room(self, info: Info, name: RoomName) -> bool:
         context = context_of(info)
         viewer = await context.require_viewer()
         return await service(context).leave(viewer, rules.room_name(name))
@@ -96,18 +119,27 @@ class RoomMutation:
         description="Delete a room you created: it leaves every participant's rooms and its history "
         "is erased. FORBIDDEN unless you are its creator, NOT_FOUND if it is gone."
     )
-    async def delete_room(self, info: Info, name: str) -> bool:
+    async def delete_room(self, info: Info, name: RoomName) -> bool:
         context = context_of(info)
         viewer = await context.require_viewer()
         return await service(context).delete(viewer, rules.room_name(name))
 
     @strawberry.mutation(
-        description="Post in a room you are in. FORBIDDEN unless you are a participant. "
-        "`clientMutationId` is an idempotency key you generate (a UUID): a retry with the same key "
-        "stores no second message and returns the first."
+        description="Post in a room you are in: its roomMessages subscribers receive it. FORBIDDEN "
+        "unless you are a participant, NOT_FOUND if the room is gone. Rate limited."
     )
     async def post_room_message(
-        self, info: Info, room: str, content: str, client_mutation_id: str | None = None
+        self,
+        info: Info,
+        room: RoomName,
+        content: Annotated[str, strawberry.argument(description="1-4000 characters after trimming.")],
+        client_mutation_id: Annotated[
+            str | None,
+            strawberry.argument(
+                description="An idempotency key you generate (a UUID; at most 100 characters): a retry "
+                "with the same key stores no second message and returns the first."
+            ),
+        ] = None,
     ) -> RoomMessage:
         context = context_of(info)
         client_key = context.idempotency_key(info, client_mutation_id)
@@ -128,7 +160,7 @@ class RoomSubscription:
     async def room_messages(
         self,
         info: Info,
-        room: str,
+        room: RoomName,
         after: Annotated[
             str | None,
             strawberry.argument(
@@ -216,7 +248,7 @@ class RoomUser:
         "(a page may then hold fewer than `first` rooms)."
     )
     async def rooms(
-        self, info: Info, first: int | None = USER_ROOMS_PAGE, after: str | None = None
+        self, info: Info, first: First = USER_ROOMS_PAGE, after: After = None
     ) -> Connection[Room]:
         size = page_size(info, first, USER_ROOMS_PAGE)
         start = decode_user_room_cursor(after)

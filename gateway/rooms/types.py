@@ -17,7 +17,17 @@ from gateway.graph.context import context_of
 from gateway.graph.cost import text_bound
 from gateway.graph.live import viewer_dependent
 from gateway.graph.node import ID_DESCRIPTION, Node, global_id
-from gateway.graph.pagination import Connection, decode_position, page_request, page_size, position_cursor
+from gateway.graph.pagination import (
+    After,
+    Before,
+    Connection,
+    First,
+    Last,
+    decode_position,
+    page_request,
+    page_size,
+    position_cursor,
+)
 from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader, source_field
 from gateway.graph.selection import selects
 from gateway.rooms import rules
@@ -59,10 +69,17 @@ class Room(Node):
         return context_of(info).loader(participant_count_loader).load(self._record.id)
 
     id: strawberry.ID = computed_field(_room_id, description=ID_DESCRIPTION)
-    name: str
-    banner: str | None
-    created_at: datetime
-    creator: User | Awaitable[User] = prefetched_user_field(lambda r: r._record.creator_login)
+    name: str = strawberry.field(
+        description="Unique and case-sensitive: 3-31 characters, a letter or digit, then letters, "
+        "digits, `_`, `.` or `-`. What arguments name the room by."
+    )
+    banner: str | None = strawberry.field(
+        description="A line its creator shows with the room (at most 200 characters); null when none."
+    )
+    created_at: datetime = strawberry.field(description="When the room was created.")
+    creator: User | Awaitable[User] = prefetched_user_field(
+        lambda r: r._record.creator_login, description="Who created it: the only one who may delete it."
+    )
     participant_count: int | Awaitable[int] = strawberry.field(
         resolver=_participant_count,
         graphql_type=int,
@@ -102,7 +119,7 @@ class Room(Node):
 
     @strawberry.field(description="Who is in the room, ordered by login.")
     async def participants(
-        self, info: Info, first: int | None = PARTICIPANTS_PAGE, after: str | None = None
+        self, info: Info, first: First = PARTICIPANTS_PAGE, after: After = None
     ) -> Connection[User]:
         size = page_size(info, first, PARTICIPANTS_PAGE)
         start = decode_login_cursor(after)
@@ -123,11 +140,11 @@ class Room(Node):
     async def messages(
         self,
         info: Info,
-        first: int | None = MESSAGES_PAGE,
-        after: str | None = None,
-        last: int | None = None,
-        before: str | None = None,
-    ) -> Connection[RoomMessage]:
+        first: First = MESSAGES_PAGE,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[RoomMessage] | None:
         context = context_of(info)
         request = page_request(info, first, after, last, before, MESSAGES_PAGE)
         position = decode_position(request.cursor, request.cursor_field)
@@ -159,9 +176,19 @@ class RoomMessage(Node):
 
     _record: strawberry.Private[RoomMessageRecord]
     id: strawberry.ID = computed_field(_room_message_id, description=ID_DESCRIPTION)
-    content: str = source_field("_record.content", metadata=text_bound(rules.CONTENT_MAX))
-    system_message: bool = source_field("_record.system_message")
-    posted_at: datetime = source_field("_record.posted_at")
+    content: str = source_field(
+        "_record.content",
+        description="The text (1-4000 characters); for a system message, what happened "
+        '("alice joins the room").',
+        metadata=text_bound(rules.CONTENT_MAX),
+    )
+    system_message: bool = source_field(
+        "_record.system_message",
+        description="True for what the room itself tells: its creation, a join, a leave, its deletion.",
+    )
+    posted_at: datetime = source_field(
+        "_record.posted_at", description="When it was posted; a room's history is ordered by it."
+    )
     room: Room = strawberry.field(description="The room as it stood when the message was read or delivered.")
     author: User | Awaitable[User | None] | None = prefetched_user_field(
         lambda m: m._record.author_login,

@@ -17,7 +17,9 @@ at once, rather than after aiohttp's lingering read of the rest of a stalled bod
 and the tests' servers use it.
 
 Every name of aiohttp this module relies on beyond its documented API (aiohttp 3.14, pinned
-in ``pyproject.toml``), each checked to exist by ``tests/unit/test_aiohttp_internals.py``:
+in ``pyproject.toml``), listed in :data:`REACHES` and checked by
+``tests/unit/test_upstream_fences.py`` with the other fences (and their behaviour by
+``tests/unit/test_aiohttp_internals.py``):
 
 - private: ``AppRunner._make_server`` (overridden: the ``Server`` it returns is rebuilt as a
   :class:`DeadlineServer`), ``Server._loop`` and ``Server._kwargs`` (the event loop and the
@@ -50,7 +52,28 @@ from aiohttp.web_server import Server
 
 from gateway.settings import Settings
 
-__all__ = ["DeadlineRequestHandler", "DeadlineServer", "Deadlines", "GatewayRunner"]
+__all__ = ["PINNED", "REACHES", "DeadlineRequestHandler", "DeadlineServer", "Deadlines", "GatewayRunner"]
+
+#: The distributions and versions :data:`REACHES` was checked against.
+PINNED = (("aiohttp", "3.14.5"),)
+
+#: What this module expects of aiohttp beyond its documented API; the expectations are
+#: those of ``gateway/db/driver_internals.py``'s ``REACHES``.
+REACHES: tuple[tuple[object, str, str], ...] = (
+    (web.AppRunner, "_make_server", "(self)"),
+    (Server, "__init__", "(self, handler, request_factory, handler_cancellation, loop, kwargs)"),
+    # ``Server._loop`` too, but the name is too common to fence (the gateway has its own):
+    # ``tests/unit/test_aiohttp_internals.py`` checks it.
+    (Server, "_kwargs", "instance attribute"),
+    (Server, "request_factory", "instance attribute"),
+    (Server, "__call__", "(self)"),
+    (RequestHandler, "connection_made", "(self, transport)"),
+    (RequestHandler, "data_received", "(self, data)"),
+    (RequestHandler, "connection_lost", "(self, exc)"),
+    (RequestHandler, "finish_response", "(self, request, resp, start_time)"),
+    (RequestHandler, "force_close", "(self)"),
+    (RequestHandler, "log_exception", "(self, args, kw)"),
+)
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +120,9 @@ class DeadlineRequestHandler(RequestHandler):
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._disarm()
+        # The body's reader points back at this handler: let the pair go with the
+        # connection rather than wait for the cycle collector.
+        self._body = None
         super().connection_lost(exc)
 
     def head_received(self, body: StreamReader) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.types import Info
@@ -29,22 +29,33 @@ def service(context: Context) -> AccountService:
     )
 
 
-@strawberry.input
+@strawberry.input(description="A new account. Each field that fails its rule is BAD_USER_INPUT naming it.")
 class SignUpInput:
-    login: str
-    password: str
-    firstname: str
-    lastname: str
-    email: str
-    bio: str | None = ""
+    login: str = strawberry.field(
+        description="3-30 characters: a letter or digit, then letters, digits, `_`, `.` or `-`. Stored "
+        "lower-case (`Alice` signs up `alice`); CONFLICT when taken."
+    )
+    password: str = strawberry.field(description="8-128 characters. Only a hash of it is stored.")
+    firstname: str = strawberry.field(description="1-100 characters after trimming.")
+    lastname: str = strawberry.field(description="1-100 characters after trimming.")
+    email: str = strawberry.field(
+        description="An email address (at most 254 characters). Shown to you only, never to others."
+    )
+    bio: str | None = strawberry.field(default="", description="At most 2000 characters; null is empty.")
 
 
-@strawberry.input(description="Only the fields given change.")
+@strawberry.input(description="Only the fields given change; the rules are SignUpInput's.")
 class ProfileInput:
-    firstname: str | None = strawberry.UNSET
-    lastname: str | None = strawberry.UNSET
-    email: str | None = strawberry.UNSET
-    bio: str | None = strawberry.UNSET
+    firstname: str | None = strawberry.field(
+        default=strawberry.UNSET, description="1-100 characters after trimming; not null."
+    )
+    lastname: str | None = strawberry.field(
+        default=strawberry.UNSET, description="1-100 characters after trimming; not null."
+    )
+    email: str | None = strawberry.field(default=strawberry.UNSET, description="An email address; not null.")
+    bio: str | None = strawberry.field(
+        default=strawberry.UNSET, description="At most 2000 characters; null empties it."
+    )
 
 
 #: The most users one presenceChanged subscription may watch.
@@ -59,14 +70,26 @@ def _signed_in(context: Context, record: UserRecord, session: SessionRecord) -> 
 @strawberry.type
 class UserQuery:
     @strawberry.field(description="A user by login; null when there is none.")
-    async def user(self, info: Info, login: str) -> User | None:
+    async def user(
+        self,
+        info: Info,
+        login: Annotated[
+            str, strawberry.argument(description="The login, in any case (logins are lower-case).")
+        ],
+    ) -> User | None:
         return await user_node(info, login)
 
 
 @strawberry.type
 class UserMutation:
     @strawberry.mutation(description="Create an account and sign in. CONFLICT when the login is taken.")
-    async def sign_up(self, info: Info, input: SignUpInput) -> AuthPayload:
+    async def sign_up(
+        self,
+        info: Info,
+        input: Annotated[
+            SignUpInput, strawberry.argument(description="Your login, password, names, email and bio.")
+        ],
+    ) -> AuthPayload:
         context = context_of(info)
         await context.rate_limit(Limit.SIGN_UP)
         account = NewAccount(
@@ -86,7 +109,12 @@ class UserMutation:
         "(RATE_LIMITED); a success resets it. Attempts for one login from addresses it has not signed in "
         "from lately share a looser ceiling."
     )
-    async def sign_in(self, info: Info, login: str, password: str) -> AuthPayload:
+    async def sign_in(
+        self,
+        info: Info,
+        login: Annotated[str, strawberry.argument(description="Your login, in any case.")],
+        password: Annotated[str, strawberry.argument(description="Your password, exactly as at sign-up.")],
+    ) -> AuthPayload:
         context = context_of(info)
         await context.rate_limit(Limit.SIGN_IN)
         key = rules.login_or_none(login)
@@ -108,7 +136,13 @@ class UserMutation:
         return True
 
     @strawberry.mutation(description="Change your profile; only the fields given change.")
-    async def update_profile(self, info: Info, input: ProfileInput) -> User:
+    async def update_profile(
+        self,
+        info: Info,
+        input: Annotated[
+            ProfileInput, strawberry.argument(description="The fields to change, and only those.")
+        ],
+    ) -> User:
         context = context_of(info)
         login = await context.require_viewer()
         changes: dict[str, str] = {}
@@ -126,7 +160,7 @@ class UserMutation:
 @strawberry.type(description="A user's presence as it stands when you subscribe, then each change.")
 class PresenceEvent:
     _login: strawberry.Private[str]
-    presence: PresenceView
+    presence: PresenceView = strawberry.field(description="Their presence as it now stands.")
 
     @strawberry.field(description="Whose presence.")
     async def user(self, info: Info) -> User:
@@ -139,10 +173,20 @@ class PresenceEvent:
 @strawberry.type
 class PresenceMutation:
     @strawberry.mutation(
-        description="false: appear offline to everyone (your sockets stay open, nobody sees you online); "
-        "true: show your presence again. Rate limited."
+        description="Appear offline to everyone, or show your presence again: the choice is stored and "
+        "holds on every device until changed. Returns `visible`. Rate limited (RATE_LIMITED)."
     )
-    async def set_presence_visible(self, info: Info, visible: bool) -> bool:
+    async def set_presence_visible(
+        self,
+        info: Info,
+        visible: Annotated[
+            bool,
+            strawberry.argument(
+                description="false: nobody sees you online (your sockets stay open; `lastSeenAt` stays as "
+                "it was); true: your presence shows again."
+            ),
+        ],
+    ) -> bool:
         context = context_of(info)
         login = await context.require_viewer()
         await context.rate_limit(Limit.PRESENCE, login)
@@ -157,7 +201,14 @@ class UserSubscription:
         "Users whose presence you may not see (not yourself, a talk partner or a room mate) are never "
         "reported. More than 100 logins is QUERY_TOO_COMPLEX."
     )
-    async def presence_changed(self, info: Info, logins: list[str]) -> AsyncGenerator[PresenceEvent, None]:
+    async def presence_changed(
+        self,
+        info: Info,
+        logins: Annotated[
+            list[str],
+            strawberry.argument(description="The users to watch, by login; duplicates count once."),
+        ],
+    ) -> AsyncGenerator[PresenceEvent, None]:
         context = context_of(info)
         if len(logins) > MAX_WATCHED:
             raise QueryTooComplex(f"`logins` may name at most {MAX_WATCHED} users.", field="logins")

@@ -54,11 +54,17 @@ class User(Node):
     selected: pages of items carry their users, whose ids are seldom asked for."""
 
     id: strawberry.ID = computed_field(_user_id, description=ID_DESCRIPTION)
-    login: str
-    firstname: str
-    lastname: str
-    bio: str = strawberry.field(metadata=text_bound(rules.BIO_MAX))
-    created_at: datetime
+    login: str = strawberry.field(
+        description="The user's unique name: 3-30 characters of `a-z`, `0-9`, `_`, `.`, `-`, lower-case. "
+        "What other fields and arguments name a user by (`user(login:)`, `sendMessage(to:)`)."
+    )
+    firstname: str = strawberry.field(description="Given name, as the user wrote it: 1-100 characters.")
+    lastname: str = strawberry.field(description="Family name, as the user wrote it: 1-100 characters.")
+    bio: str = strawberry.field(
+        description="What the user says of themselves: at most 2000 characters; empty when none.",
+        metadata=text_bound(rules.BIO_MAX),
+    )
+    created_at: datetime = strawberry.field(description="When the account was created.")
     _email: strawberry.Private[str]
 
     @strawberry.field(description="Only on yourself; null for others.", metadata=viewer_dependent())
@@ -195,8 +201,15 @@ def prefetched_users(
     return load_users(info, logins)
 
 
-@strawberry.type
+@strawberry.type(description="A new session: what signUp and signIn answer.")
 class AuthPayload:
-    token: str
-    user: User
-    expires_at: datetime
+    token: str = strawberry.field(
+        description="The session's bearer token: send it as `Authorization: Bearer <token>` (over a "
+        "WebSocket, as `authorization` in the connection_init payload). Opaque; keep it secret. signOut "
+        "revokes it."
+    )
+    user: User = strawberry.field(description="The signed-in user.")
+    expires_at: datetime = strawberry.field(
+        description="When the token stops working (30 days after sign-in unless the gateway is set "
+        "otherwise); sign in again then."
+    )

@@ -1,7 +1,8 @@
 """The upstream fences hold: every internal of cassandra-driver, graphql-core and Strawberry
 that the gateway uses is where the fence modules say, and nothing else reaches past them.
 
-``gateway/db/driver_internals.py`` and ``gateway/graph/executor_internals.py`` each export
+``gateway/db/driver_internals.py``, ``gateway/graph/executor_internals.py`` and
+``gateway/server/aiohttp_internals.py`` each export
 ``REACHES``, ``(owner, name, expectation)`` for everything they use, and ``PINNED``, the
 versions they were checked against. Each reach is one test case here, named by the reach,
 so an upgrade that moves an internal fails in seconds with what moved. Everything is read
@@ -41,15 +42,13 @@ import strawberry
 
 from gateway.db import driver_internals
 from gateway.graph import executor_internals
+from gateway.server import aiohttp_internals
 
-FENCES: tuple[ModuleType, ...] = (driver_internals, executor_internals)
+FENCES: tuple[ModuleType, ...] = (driver_internals, executor_internals, aiohttp_internals)
 ROOT = Path(__file__).resolve().parents[2]
 GATEWAY = ROOT / "gateway"
-#: aiohttp's fence keeps its own check (``tests/unit/test_aiohttp_internals.py``); the scan
-#: below looks at the rest of the gateway.
-AIOHTTP_FENCE = GATEWAY / "server" / "aiohttp_internals.py"
-FENCE_FILES = {Path(fence.__file__ or "").resolve() for fence in FENCES} | {AIOHTTP_FENCE.resolve()}
-LIBRARIES = ("cassandra", "graphql", "strawberry")
+FENCE_FILES = {Path(fence.__file__ or "").resolve() for fence in FENCES}
+LIBRARIES = ("cassandra", "graphql", "strawberry", "aiohttp")
 
 Reach = tuple[object, str, str]
 REACHES: list[tuple[ModuleType, Reach]] = [(fence, reach) for fence in FENCES for reach in fence.REACHES]
@@ -243,7 +242,7 @@ def test_each_internal_is_as_the_fence_expects(owner: object, name: str, spec: s
 
 
 def test_the_installed_versions_are_the_pinned_ones() -> None:
-    pinned = [driver_internals.PINNED, *executor_internals.PINNED]
+    pinned = [driver_internals.PINNED, *executor_internals.PINNED, *aiohttp_internals.PINNED]
     for distribution, version in pinned:
         installed = importlib.metadata.version(distribution)
         assert installed == version, (
@@ -448,3 +447,8 @@ def test_subclasses_of_fenced_classes_override_only_listed_methods() -> None:
     ]
     assert not unlisted, "\n".join(unlisted)
     assert any(name == "execute_fields" for _, _, name in _overrides())
+
+
+def test_the_stream_parts_hook_replaces_what_strawberry_calls() -> None:
+    owner, name, spec = executor_internals.StreamPartsHook.REPLACES
+    assert problem(owner, name, spec) is None, problem(owner, name, spec)
