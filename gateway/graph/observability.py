@@ -11,7 +11,10 @@ masked error of the operation carries.
   outcome, latency, and the CQL statements they ran. Statements are measured
   per operation, so the operations of one batched request are told apart.
 - A subscription is an active one from its start to its end, and counts (with
-  the outcome of its last result) when it ends; its lifetime is no latency.
+  the outcome of its last result) when it ends; its lifetime is no latency. One the
+  live hub parks (``gateway/graph/live.py``) ends with its follow, not when its
+  resolver returns: its count, access line and span are recorded then, with the
+  outcome of what ended it.
 - ``RATE_LIMITED`` errors count as refusals, under their ``extensions.rule``.
 
 With tracing on, every operation is a span (``query ConversationPage``, with its type,
@@ -110,7 +113,11 @@ class Observed(SchemaExtension):
             try:
                 self._describe(current.span, failure)
             finally:
-                current.leave(failure)
+                parked = _parked() if self._subscription and failure is None else None
+                if parked is None:
+                    current.leave(failure)
+                else:  # the subscription's span lasts as long as the subscription
+                    parked.add_done_callback(partial(_span_ended, current))
 
     def _observed(self, context: Any) -> Iterator[None]:
         metrics = _metrics_of(context)
@@ -194,6 +201,11 @@ def _parked() -> asyncio.Future[BaseException | None] | None:
     operation = CURRENT_OPERATION.get()
     follow = operation.parked if operation is not None else None
     return follow.ended if follow is not None else None
+
+
+def _span_ended(current: CurrentSpan, ended: asyncio.Future[Any]) -> None:
+    error = None if ended.cancelled() else ended.result()
+    current.leave(error if isinstance(error, BaseException) else None)
 
 
 def _ended(metrics: OperationRecorder, line: _Line, start: float, ended: asyncio.Future[Any]) -> None:
