@@ -34,6 +34,11 @@ CONNECTIONS = 64
 READ = '{ user(login: "benchuser") { login firstname } }'
 
 
+#: The bearer token of the gateways' ``/metrics``: a process named a contact point is a real
+#: cluster's, whose ``/metrics`` answers only with one.
+METRICS_TOKEN = "bench-metrics-" + "m" * 32
+
+
 def _env(settings: Settings, port: int, broker_url: str) -> dict[str, str]:
     return {
         **os.environ,
@@ -56,6 +61,7 @@ def _env(settings: Settings, port: int, broker_url: str) -> dict[str, str]:
         # A real cluster needs a sender of verification codes; the benchmarks ask for none.
         "GATEWAY_VERIFICATION_WEBHOOK_URL": os.environ.get("GATEWAY_VERIFICATION_WEBHOOK_URL")
         or "http://127.0.0.1:9/codes",
+        "GATEWAY_METRICS_TOKEN": METRICS_TOKEN,
     }
 
 

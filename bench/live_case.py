@@ -39,8 +39,8 @@ from typing import Any
 import aiohttp
 import orjson
 
+from bench.bench_workers import METRICS_TOKEN, _ready_workers
 from bench.bench_workers import _env as gateway_env
-from bench.bench_workers import _ready_workers
 from bench.client import GraphQLClient, HttpError
 from bench.harness import _free_port, _process_tree_cpu
 from bench.live_load import read_dump
@@ -263,7 +263,8 @@ class Gateway:
     async def counters(self) -> dict[str, float]:
         """The ``/metrics`` counters of :data:`COUNTERS` the gateway has (every worker's, in
         multiprocess mode)."""
-        async with self.http.get(f"{self.base}/metrics") as response:
+        headers = {"Authorization": f"Bearer {METRICS_TOKEN}"}
+        async with self.http.get(f"{self.base}/metrics", headers=headers) as response:
             text = await response.text()
         found = {}
         for name in COUNTERS:
@@ -284,9 +285,13 @@ class Gateway:
 
 
 def _limits_env() -> dict[str, str]:
-    """Every rate limit on (its cost is measured) but out of reach of the benchmark's senders."""
+    """Every rate limit on (its cost is measured) but out of reach of the benchmark's senders,
+    and room for every socket of the benchmark's one client address."""
     variables = {item.name: spec.variable for item, spec in declared(Settings)}
-    return {variables[limit.value]: "1000000/s" for limit in Limit}
+    return {
+        **{variables[limit.value]: "1000000/s" for limit in Limit},
+        variables["max_sockets_per_address"]: "100000",
+    }
 
 
 @contextlib.asynccontextmanager

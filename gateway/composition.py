@@ -39,6 +39,7 @@ from gateway.http.client_address import request_address_key
 from gateway.http.persisted import DocumentStore, PersistedQueries
 from gateway.http.persisted import from_settings as persisted_queries
 from gateway.http.redis_documents import RedisDocumentStore
+from gateway.http.session_watch import SessionWatch
 from gateway.mail import routes as mail_routes
 from gateway.mail.uploads import StreamingUploadAdapter
 from gateway.messenger.store import MessengerStore
@@ -82,7 +83,10 @@ class Composition:
     broker_client: aioredis.Redis | None = None
 
     async def aclose(self) -> None:
-        """Let go of the broker (its pub/sub and its pool); the database is the server's."""
+        """Let go of the live hub and the broker (its pub/sub and its pool); the database is
+        the server's."""
+        if self.services.live is not None:
+            await self.services.live.aclose()
         await self.services.pubsub.aclose()
         if self.broker_client is not None:
             await close_within(self.broker_client.aclose(), "the broker client")
@@ -168,7 +172,12 @@ def compose(
         return context
 
     services.live = LiveHub(
-        services.pubsub, graphql_schema(schema), event_context, schema.execution_context_class, tracer=tracer
+        services.pubsub,
+        graphql_schema(schema),
+        event_context,
+        schema.execution_context_class,
+        recheck_seconds=settings.live_recheck_seconds,
+        tracer=tracer,
     )
     presence = Presence(
         board_of(shared, settings),
@@ -183,6 +192,8 @@ def compose(
     services.presence = presence
     typing = TypingExpiry(services.live.inject, seconds=settings.typing_seconds)
     services.provide(typing)
+    sessions_watch = SessionWatch(services.pubsub, services.session_of)
+    services.provide(sessions_watch)
     return Composition(
         services=services,
         schema=schema,
@@ -191,6 +202,6 @@ def compose(
         ),
         request_adapter=StreamingUploadAdapter,
         install_routes=lambda app: mail_routes.install(app, services),
-        workers=[fanout, presence, typing],
+        workers=[fanout, presence, typing, sessions_watch],
         broker_client=shared,
     )

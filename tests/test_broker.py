@@ -23,6 +23,7 @@ from gql.transport.exceptions import TransportQueryError
 from devnode.redis import RedisServer
 from gateway.broker.redis_client import CLOSE_TIMEOUT, close_within
 from gateway.broker.redis_pubsub import RedisPubSub
+from gateway.broker.sessions import REVOCATIONS
 from gateway.messenger.events import user_messages_channel
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
@@ -107,6 +108,7 @@ async def test_one_broker_connection_carries_every_subscription_of_a_process(
         for account in accounts:
             channel = f"{base_settings.keyspace}:{user_messages_channel(account.login)}"
             await wait_subscribers(private_redis.url, channel, 1)
+        await wait_subscribers(private_redis.url, f"{base_settings.keyspace}:{REVOCATIONS}", 1)
         connection = aioredis.from_url(private_redis.url)
         try:
             clients = await connection.client_list(_type="pubsub")
@@ -114,9 +116,10 @@ async def test_one_broker_connection_carries_every_subscription_of_a_process(
         finally:
             await connection.aclose()
         # One connection carries every channel of the process: the four users' messages,
-        # each socket's session channel, and whatever else the process listens to.
+        # the one channel of session revocations, and whatever else the process listens to.
         assert len(clients) == 1, clients
-        assert int(clients[0]["sub"]) == len(channels) >= 2 * len(accounts)
+        assert int(clients[0]["sub"]) == len(channels) >= len(accounts) + 1
+        assert f"{base_settings.keyspace}:{REVOCATIONS}".encode() in channels
 
 
 async def test_a_lost_broker_ends_subscriptions_and_queries_go_on(

@@ -19,7 +19,7 @@ import pytest
 from gql import GraphQLRequest
 
 from devnode.redis import RedisServer
-from gateway.broker.sessions import session_channel
+from gateway.broker.sessions import REVOCATIONS
 from gateway.contacts.events import contacts_channel
 from gateway.messenger.events import user_messages_channel
 from gateway.rooms.events import room_channel
@@ -176,7 +176,7 @@ async def test_sign_out_on_a_closes_the_sessions_socket_on_b_with_4403(
         acked = await socket.init(alice.token)
         assert acked is not None and acked["type"] == "connection_ack"
         await socket.start(ROOM, {"r": name})
-        await wait_subscribers(broker.url, _channel(base_settings, session_channel(alice.token)), 1)
+        await wait_subscribers(broker.url, _channel(base_settings, REVOCATIONS), 3)
         await wait_subscribers(broker.url, _channel(base_settings, room_channel(name)), 1)
 
         assert (await a.api.ok("mutation { signOut }", token=alice.token))["signOut"] is True
@@ -204,8 +204,8 @@ async def test_sign_out_on_a_closes_sockets_authorised_by_header_or_by_mutation_
         )
         assert signed_in is not None
         second = signed_in["data"]["signIn"]["token"]
+        await wait_subscribers(broker.url, _channel(base_settings, REVOCATIONS), 3)
         for token in (alice.token, second):
-            await wait_subscribers(broker.url, _channel(base_settings, session_channel(token)), 1)
             assert (await a.api.ok("mutation { signOut }", token=token))["signOut"] is True
         codes = await asyncio.wait_for(
             asyncio.gather(by_header.close_code(), by_mutation.close_code()), SIGN_OUT_WAIT

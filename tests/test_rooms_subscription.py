@@ -184,3 +184,30 @@ async def test_a_deletion_on_a_gateway_without_a_shared_broker_ends_the_subscrip
     bob_events = await asyncio.wait_for(bob_follows, WAIT)
     assert bob_events == []
     await _subscribed(app, name, 0)
+
+
+async def test_a_leave_no_broker_carried_ends_the_subscription_at_the_next_recheck(
+    make_server: ServerFactory,
+) -> None:
+    """The leave is made on a gateway that shares no broker with this one, as if the broker
+    had dropped its event: no event ever tells this gateway, and the periodic recheck of
+    the room's membership ends the subscription all the same."""
+    here, here_app = await make_server(live_recheck_seconds=0.2)
+    elsewhere, _ = await make_server()
+    alice = await here.sign_up("alice")
+    bob = await here.sign_up("bob")
+    carol = await here.sign_up("carol")
+    name = await create_room(here, alice)
+    for member in (bob, carol):
+        await here.ok(JOIN, {"n": name}, token=member.token)
+    bob_follows = asyncio.create_task(_follow(here, bob, name))
+    carol_follows = asyncio.create_task(_follow(here, carol, name))
+    await _subscribed(here_app, name, 2)
+
+    assert (await elsewhere.ok(LEAVE, {"n": name}, token=bob.token))["leaveRoom"] is True
+    assert await asyncio.wait_for(bob_follows, WAIT) == []
+    await _subscribed(here_app, name, 1)
+    await post(here, alice, name, "carol stays")
+    await here.ok(DELETE, {"n": name}, token=alice.token)
+    carol_events = await asyncio.wait_for(carol_follows, WAIT)
+    assert _summary(carol_events)[0] == ("carol stays", False, alice.login)

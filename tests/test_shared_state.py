@@ -15,8 +15,8 @@ from aiohttp import web
 
 from devnode.redis import RedisServer
 from gateway.broker.redis_pubsub import RedisPubSub
-from gateway.broker.sessions import session_channel
-from gateway.http.websocket import BROKER_POLL_SECONDS
+from gateway.broker.sessions import REVOCATIONS
+from gateway.http.session_watch import BROKER_POLL_SECONDS
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.client import Api, Response
@@ -127,14 +127,14 @@ async def test_persisted_queries_degrade_to_full_queries_while_the_broker_is_dow
 async def test_a_sign_out_during_a_broker_outage_still_closes_the_socket(
     make_server: Any, private_redis: RedisServer, base_settings: Settings
 ) -> None:
-    """The revocation cannot travel: the socket's watch looks its session up instead,
-    and closes with 4403 within one poll interval, without sending anything."""
+    """The revocation cannot travel: the process's watch looks its sessions up instead,
+    and the socket closes with 4403 within one poll interval, without sending anything."""
     api, _ = await _brokered(make_server, private_redis)
     alice = await api.sign_up("pollout")
     async with Socket.open(api, TRANSPORT_WS) as socket:
         acked = await socket.init(alice.token)
         assert acked is not None and acked["type"] == "connection_ack"
-        channel = f"{base_settings.keyspace}:{session_channel(alice.token)}"
+        channel = f"{base_settings.keyspace}:{REVOCATIONS}"
         await wait_subscribers(private_redis.url, channel, 1)
         await asyncio.to_thread(private_redis.stop)
         try:

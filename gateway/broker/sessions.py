@@ -1,10 +1,12 @@
 """Sessions as long-lived connections see them: who, until when, and how their end is announced.
 
 A WebSocket outlives the request that opened it, so it must learn when its
-session ends. ``signOut`` publishes :data:`REVOKED` on the session's channel
-through the process's :class:`~gateway.broker.pubsub.PubSub`; every socket of
-that session listens there. With a broker-backed PubSub the announcement
-reaches the sockets of every gateway process.
+session ends. ``signOut`` publishes the session's key (the SHA-256 of its token,
+never the token itself) on :data:`REVOCATIONS` through the process's
+:class:`~gateway.broker.pubsub.PubSub`; one listener per process hears it for
+all of the process's sockets (``gateway/http/session_watch.py``). With a
+broker-backed PubSub the announcement reaches the sockets of every gateway
+process.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from typing import Protocol
 
 from gateway.broker.pubsub import PubSub
 
-#: The message announcing that a session was revoked.
-REVOKED = "revoked"
+#: The channel on which every revoked session's key is announced.
+REVOCATIONS = "sessions:revoked"
 
 
 class LiveSession(Protocol):
@@ -32,10 +34,10 @@ class LiveSession(Protocol):
 SessionLookup = Callable[[str], Awaitable[LiveSession | None]]
 
 
-def session_channel(token: str) -> str:
-    """The channel of a session, named by its token's SHA-256 (never the token itself)."""
-    return f"session:{hashlib.sha256(token.encode()).hexdigest()}"
+def session_key(token: str) -> str:
+    """How a session is named where it is announced: its token's SHA-256."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 async def announce_revoked(pubsub: PubSub, token: str) -> None:
-    await pubsub.publish(session_channel(token), REVOKED)
+    await pubsub.publish(REVOCATIONS, session_key(token))

@@ -120,6 +120,29 @@ that turns it off.
    - test: ``tests/test_live_delivery.py``, ``tests/test_rooms_subscription.py``,
      ``tests/test_messenger_subscription.py``.
    - off: none.
+
+9. Strawberry's WebSocket protocol handlers (``BaseGraphQLTransportWSHandler``,
+   ``BaseGraphQLWSHandler``, their ``Operation``; public classes, undocumented methods) --
+   the gateway's handlers (``gateway/http/websocket.py``) override ``handle``,
+   ``handle_message``, ``handle_connection_init``, ``handle_subscribe``/``handle_start``,
+   ``cleanup_operation``, ``run_operation``/``handle_async_results`` and ``send_message``,
+   replace ``on_request_accepted`` (the ``connection_init`` deadline as a timer, not a task),
+   and read ``operations``, ``tasks``, ``Operation.task`` and the connection flags. They
+   rely on an operation's task being made and registered within ``handle_subscribe`` /
+   ``handle_start`` without an await, on the operation's ``complete`` (and legacy keep-alives)
+   going out through ``send_message``, and on ``handle`` starting the deadline through
+   ``on_request_accepted``: those methods are fingerprinted.
+
+   - why: sessions, caps and idleness per socket; a subscription the live hub delivers is
+     parked once live, so an idle subscribed socket holds no task and no suspended
+     execution (48 → 29 KiB per socket, traced; ``bench/NOTES.md``, live delivery); a
+     message to a client that has gone is dropped instead of failing the task that sent it
+     (Strawberry logged it as ``WebSocketDisconnected`` at ERROR).
+   - pinned: strawberry-graphql 0.341.2.
+   - test: ``tests/test_websocket_sessions.py``, ``tests/test_websocket_caps.py``,
+     ``tests/test_websocket_limits.py``, ``tests/test_live_delivery.py``,
+     ``tests/test_live_memory.py``.
+   - off: none.
 """
 
 from __future__ import annotations
@@ -143,6 +166,11 @@ from strawberry.http.async_base_view import AsyncBaseHTTPView
 from strawberry.schema import schema as strawberry_schema_module
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext, validate_document
 from strawberry.schema.schema_converter import GraphQLCoreConverter
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+    Operation,
+)
+from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.types import Info
 from strawberry.types import cast as strawberry_cast
 from strawberry.types.base import StrawberryObjectDefinition
@@ -287,6 +315,41 @@ REACHES: tuple[tuple[object, str, str], ...] = (
     (strawberry_dataloader, "DefaultCache", "attribute"),
     (strawberry_dataloader, "get_current_batch", "(loader)"),
     (strawberry_dataloader, "dispatch_batch", "source 1585108d43c3"),
+    # The WebSocket protocol handlers (gateway/http/websocket.py).
+    (BaseGraphQLTransportWSHandler, "handle", "(self)"),
+    (BaseGraphQLTransportWSHandler, "handle", "source 82937f9cc609"),
+    (BaseGraphQLTransportWSHandler, "on_request_accepted", "(self)"),
+    (BaseGraphQLTransportWSHandler, "handle_message", "(self, message)"),
+    (BaseGraphQLTransportWSHandler, "handle_connection_init", "(self, message)"),
+    (BaseGraphQLTransportWSHandler, "handle_subscribe", "(self, message)"),
+    (BaseGraphQLTransportWSHandler, "handle_subscribe", "source 6b4874334a15"),
+    (BaseGraphQLTransportWSHandler, "cleanup_operation", "(self, operation_id)"),
+    (BaseGraphQLTransportWSHandler, "run_operation", "(self, operation)"),
+    (BaseGraphQLTransportWSHandler, "run_operation", "source 79a5ad3e4096"),
+    (BaseGraphQLTransportWSHandler, "send_message", "(self, message)"),
+    (BaseGraphQLTransportWSHandler, "operations", "instance attribute"),
+    (BaseGraphQLTransportWSHandler, "connection_init_received", "instance attribute"),
+    (BaseGraphQLTransportWSHandler, "connection_timed_out", "instance attribute"),
+    (BaseGraphQLTransportWSHandler, "connection_acknowledged", "instance attribute"),
+    (BaseGraphQLTransportWSHandler, "connection_init_wait_timeout", "instance attribute"),
+    (BaseGraphQLTransportWSHandler, "max_subscriptions_per_connection", "instance attribute"),
+    (Operation, "send_operation_message", "source fc121406d326"),
+    (Operation, "task", "attribute"),
+    (Operation, "completed", "attribute"),
+    (BaseGraphQLWSHandler, "handle", "(self)"),
+    (BaseGraphQLWSHandler, "handle", "source d3f52bca9241"),
+    (BaseGraphQLWSHandler, "handle_message", "(self, message)"),
+    (BaseGraphQLWSHandler, "handle_connection_init", "(self, message)"),
+    (BaseGraphQLWSHandler, "handle_start", "(self, message)"),
+    (BaseGraphQLWSHandler, "handle_start", "source 340daea3bd8e"),
+    (BaseGraphQLWSHandler, "cleanup_operation", "(self, operation_id)"),
+    (BaseGraphQLWSHandler, "handle_async_results", "(self, operation_id, query, operation_name, variables)"),
+    (BaseGraphQLWSHandler, "handle_async_results", "source afe98e702426"),
+    (BaseGraphQLWSHandler, "handle_keep_alive", "source ac8e3f511057"),
+    (BaseGraphQLWSHandler, "send_message", "(self, message)"),
+    (BaseGraphQLWSHandler, "tasks", "instance attribute"),
+    (BaseGraphQLWSHandler, "connection_acknowledged", "instance attribute"),
+    (BaseGraphQLWSHandler, "max_subscriptions_per_connection", "instance attribute"),
 )
 
 

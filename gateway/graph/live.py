@@ -28,6 +28,24 @@ A subscription registers with its channel before its resolver awaits
 anything, and holds what arrives while the resolver checks access and replays
 stored history; :meth:`Follow.go_live` then passes on, in order, what is newer
 than the replay (``newer``), so nothing is missed or repeated at the seam.
+
+Once live, a subscription with a sink needs nothing of the task that set it
+up: :meth:`Follow.events` *parks* it (:attr:`LiveOperation.park`, offered by the
+WebSocket handler). The resolver then returns, and the operation's task, its
+execution and its extensions are freed; the hub keeps the :class:`Follow` until
+it ends (a verdict, the broker, :meth:`LiveHub.recheck`, the client or the
+socket), and whoever parked it hears of the end through ``Follow.ended``. An idle
+subscribed socket then holds its socket and a few small objects, not a task and
+a suspended execution. So a resolver holds nothing for the subscription's life
+in its own frame (a ``with`` around ``events()`` would end at once): it hands
+such things to :meth:`Follow.on_end`.
+
+What a subscriber was allowed when it went live (a room's membership) is ended
+by the events that end it; such an event lost on its way (a broker that dropped
+a publish) would leave the subscription running. So every
+``GATEWAY_LIVE_RECHECK_SECONDS`` the hub asks again, for each :class:`Recheck`
+key (a room), which of its subscribers may still receive, in one call for all of
+them, and ends the others' subscriptions.
 """
 
 from __future__ import annotations
@@ -38,7 +56,7 @@ import contextvars
 import enum
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Hashable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -61,9 +79,10 @@ from graphql import (
 )
 
 from gateway.broker.pubsub import BrokerUnavailable, PubSub, channel_kind
-from gateway.db.session import RequestMetrics, measuring
+from gateway.db.session import CassandraUnavailable, RequestMetrics, measuring
 from gateway.graph.errors import classify
 from gateway.graph.executor_internals import strawberry_definition
+from gateway.tasks import cancel_and_wait
 from gateway.tracing import SpanKind, Tracer
 
 log = logging.getLogger(__name__)
@@ -98,14 +117,43 @@ class LiveSink(Protocol):
         ...
 
 
-@dataclass(frozen=True)
 class LiveOperation:
-    """The subscription as its client sent it, and where its results go."""
+    """The subscription as its client sent it, and where its results go.
 
-    query: str
-    variables: Mapping[str, Any] | None
-    operation_name: str | None
-    sink: LiveSink
+    ``park``, when given, takes a live :class:`Follow` off its operation's hands: called
+    once from :meth:`Follow.events`, after which the resolver returns and the operation's
+    task ends without a word to the client (the one who parked it answers for the
+    subscription from then on, and learns of its end from ``Follow.ended``)."""
+
+    __slots__ = ("operation_name", "park", "parked", "plan", "query", "sink", "variables")
+
+    def __init__(
+        self,
+        query: str,
+        variables: Mapping[str, Any] | None,
+        operation_name: str | None,
+        sink: LiveSink,
+        park: Callable[[Follow], None] | None = None,
+    ) -> None:
+        self.query = query
+        self.variables = variables
+        self.operation_name = operation_name
+        self.sink = sink
+        self.park = park
+        #: The follow parked for this operation, once it is.
+        self.parked: Follow | None = None
+        #: The hub's plan of the selection, once an event was delivered (found once, not per event).
+        self.plan: _Plan | None = None
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """How to ask again who may still receive a channel's events: ``allowed`` answers,
+    out of the viewers it is handed, those who may (one call for every subscriber that
+    shares ``key``, a room's id); the others' subscriptions end."""
+
+    key: Hashable
+    allowed: Callable[[frozenset[str]], Awaitable[Collection[str]]]
 
 
 #: Set by the WebSocket handler around each operation it runs (``gateway/http/websocket.py``).
@@ -121,9 +169,9 @@ Admit = Callable[[Any], Verdict]
 ToRoot = Callable[[Any], Any]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Follow:
-    """One subscription of one channel."""
+    """One subscription of one or more channels."""
 
     hub: LiveHub
     channel: str
@@ -144,10 +192,20 @@ class Follow:
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
     queue: asyncio.Queue[Any] | None = None
+    #: Asked again every ``GATEWAY_LIVE_RECHECK_SECONDS`` whether the viewer may still receive.
+    recheck: Recheck | None = None
+    #: Handed to its operation's ``park``: the hub keeps it until it ends.
+    parked: bool = False
 
     def end(self, error: BaseException | None = None) -> None:
         if not self.ended.done():
             self.ended.set_result(error)
+
+    def on_end(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the subscription ends. What a resolver holds for the
+        subscription's life goes here, not in a ``with`` around :meth:`events`: a parked
+        subscription outlives its resolver."""
+        self.ended.add_done_callback(lambda _: callback())
 
     async def go_live(
         self,
@@ -159,14 +217,19 @@ class Follow:
         newer: Callable[[Any], bool] | None = None,
         per_viewer: bool = False,
         replay: Sequence[Any] = (),
+        recheck: Recheck | None = None,
     ) -> None:
         """Start passing events on, as ``viewer`` sees them: ``replay`` first (events made
         from what was stored, as the broker would have brought them), then those held
         meanwhile and each as it arrives, the ones ``newer`` keeps (it drops what the
         replay held already). ``per_viewer``: never share one execution between viewers
-        (a user's own channel, whose events are theirs)."""
+        (a user's own channel, whose events are theirs). ``recheck``: how to ask again,
+        now and then, whether the viewer may still receive (:meth:`LiveHub.recheck`)."""
         self.admit, self.to_root = admit, to_root
         self.viewer, self.token, self.per_viewer = viewer, token, per_viewer
+        self.recheck = recheck
+        if recheck is not None and viewer is not None:
+            self.hub.rechecking()
         if self.operation is None:
             self.newer = newer
             self.replaying = list(replay)
@@ -188,8 +251,15 @@ class Follow:
 
     async def events(self) -> AsyncIterator[Any]:
         """The roots to yield, for a subscription without a sink; with one, nothing (the
-        hub writes its frames) until the subscription ends. Raises the error that ended it."""
-        if self.operation is not None:
+        hub writes its frames): at once when its operation can park it, else once the
+        subscription ends. Raises the error that ended it."""
+        operation = self.operation
+        if operation is not None:
+            if operation.park is not None and not self.ended.done():
+                self.parked = True
+                operation.parked = self
+                operation.park(self)
+                return
             error = await self.ended
             if error is not None:
                 raise error
@@ -280,6 +350,13 @@ def encode_result(result: dict[str, Any], request_id: str) -> bytes:
     return orjson.dumps({"data": result.get("data"), "errors": formatted})
 
 
+def ending_payload(error: BaseException, request_id: str = "") -> bytes:
+    """The last result of a subscription that ``error`` ended, as its client receives it."""
+    original = error if isinstance(error, Exception) else None
+    errors = [GraphQLError(str(error), original_error=original)]
+    return encode_result({"data": None, "errors": errors}, request_id)
+
+
 class LiveHub:
     """The process's live delivery (see the module docstring)."""
 
@@ -297,6 +374,7 @@ class LiveHub:
         *,
         encode: Callable[[dict[str, Any], str], bytes] = encode_result,
         on_delivered: Callable[[int, int], None] | None = None,
+        recheck_seconds: float = 60.0,
         tracer: Tracer | None = None,
     ) -> None:
         self.pubsub = pubsub
@@ -307,8 +385,10 @@ class LiveHub:
         self.encode = encode
         self.executor_class = executor_class
         self.on_delivered = on_delivered
+        self.recheck_seconds = recheck_seconds
         self._channels: dict[str, _Channel] = {}
         self._plans: OrderedDict[tuple[str, str | None, str], _Plan] = OrderedDict()
+        self._rechecks: asyncio.Task[None] | None = None
 
     def followers(self, channel: str) -> int:
         """How many subscriptions of this process follow ``channel``."""
@@ -336,13 +416,69 @@ class LiveHub:
                 await asyncio.shield(state.ready)
             yield follow
         finally:
-            follow.end()
-            for channel, state in states:
-                state.follows.discard(follow)
-                if not state.follows and self._channels.get(channel) is state:
-                    del self._channels[channel]
-                    if state.reader is not None:
-                        state.reader.cancel()
+            if follow.parked and not follow.ended.done():
+                # Parked: it follows on until it ends, with no task of its own.
+                follow.ended.add_done_callback(lambda _: self._leave(follow, states))
+            else:
+                follow.end()
+                self._leave(follow, states)
+
+    def _leave(self, follow: Follow, states: list[tuple[str, _Channel]]) -> None:
+        for channel, state in states:
+            state.follows.discard(follow)
+            if not state.follows and self._channels.get(channel) is state:
+                del self._channels[channel]
+                if state.reader is not None:
+                    state.reader.cancel()
+
+    def rechecking(self) -> None:
+        """Make sure the periodic recheck runs (while any follow has something to recheck)."""
+        if self._rechecks is None or self._rechecks.done():
+            self._rechecks = asyncio.create_task(self._recheck_every())
+
+    async def _recheck_every(self) -> None:
+        while True:
+            await asyncio.sleep(self.recheck_seconds)
+            if not await self.recheck():
+                return
+
+    async def recheck(self) -> int:
+        """Ask again, for each :class:`Recheck` key, which subscribers may still receive,
+        and end the others' subscriptions. How many subscriptions have something to
+        recheck (0: nothing left to recheck)."""
+        groups: dict[Hashable, tuple[Recheck, list[Follow]]] = {}
+        pending = 0
+        for state in list(self._channels.values()):
+            for follow in state.follows:
+                recheck = follow.recheck
+                if recheck is None or follow.viewer is None or follow.ended.done():
+                    continue
+                pending += 1
+                if not follow.live:  # asked next time, once what it replays is delivered
+                    continue
+                group = groups.get(recheck.key)
+                if group is None:
+                    groups[recheck.key] = (recheck, [follow])
+                elif follow not in group[1]:
+                    group[1].append(follow)
+        for recheck, follows in groups.values():
+            try:
+                allowed = await recheck.allowed(frozenset(f.viewer for f in follows if f.viewer is not None))
+            except CassandraUnavailable as exc:
+                log.info("live recheck of %s postponed: %s", recheck.key, exc)
+                continue
+            except Exception:
+                log.exception("live recheck of %s failed", recheck.key)
+                continue
+            for follow in follows:
+                if follow.viewer not in allowed:
+                    log.info("ending a live subscription of %s: no longer allowed", follow.viewer)
+                    follow.end()
+        return pending
+
+    async def aclose(self) -> None:
+        """Stop the periodic recheck (the channels' readers stop with their last follower)."""
+        await cancel_and_wait(self._rechecks, what="the live recheck")
 
     async def inject(self, channel: str, event: Any) -> None:
         """Hand ``event`` to this process's subscriptions of ``channel`` as if the broker
@@ -423,8 +559,11 @@ class LiveHub:
                 continue
             if verdict is Verdict.DELIVER_THEN_END:
                 ending.append(follow)
-            assert follow.operation is not None
-            plan = self._plan(follow.operation)
+            operation = follow.operation
+            assert operation is not None
+            plan = operation.plan
+            if plan is None:
+                plan = operation.plan = self._plan(operation)
             shared = plan.shared and not follow.per_viewer
             key = (id(plan), None if shared else follow.viewer)
             group = groups.get(key)

@@ -11,7 +11,10 @@ masked error of the operation carries.
   outcome, latency, and the CQL statements they ran. Statements are measured
   per operation, so the operations of one batched request are told apart.
 - A subscription is an active one from its start to its end, and counts (with
-  the outcome of its last result) when it ends; its lifetime is no latency.
+  the outcome of its last result) when it ends; its lifetime is no latency. One the
+  live hub parks (``gateway/graph/live.py``) ends with its follow, not when its
+  resolver returns: its count, access line and span are recorded then, with the
+  outcome of what ended it.
 - ``RATE_LIMITED`` errors count as refusals, under their ``extensions.rule``.
 
 With tracing on, every operation is a span (``query ConversationPage``, with its type,
@@ -21,9 +24,11 @@ CQL statements are its children; over HTTP it is the child of the request's span
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any, Protocol
 
 from graphql import GraphQLError
@@ -33,6 +38,7 @@ from strawberry.types.graphql import OperationType
 from gateway.db.session import RequestMetrics, current_metrics, measuring
 from gateway.errors import GatewayError
 from gateway.graph.errors import extensions_of
+from gateway.graph.live import CURRENT_OPERATION
 from gateway.tracing import CurrentSpan, Span, SpanKind, Status, StatusCode, Tracer
 
 access_log = logging.getLogger("gateway.access")
@@ -107,7 +113,11 @@ class Observed(SchemaExtension):
             try:
                 self._describe(current.span, failure)
             finally:
-                current.leave(failure)
+                parked = _parked() if self._subscription and failure is None else None
+                if parked is None:
+                    current.leave(failure)
+                else:  # the subscription's span lasts as long as the subscription
+                    parked.add_done_callback(partial(_span_ended, current))
 
     def _observed(self, context: Any) -> Iterator[None]:
         metrics = _metrics_of(context)
@@ -124,7 +134,13 @@ class Observed(SchemaExtension):
             raise
         finally:
             try:
-                self._finish(metrics, context, time.perf_counter() - start, failure)
+                line = self._line(context, failure)
+                parked = _parked()
+                if parked is not None and self._subscription and failure is None:
+                    # The live hub follows on without this operation: it ends with the follow.
+                    parked.add_done_callback(partial(_ended, metrics, line, start))
+                else:
+                    line.record(metrics, time.perf_counter() - start)
             except Exception:
                 logging.getLogger(__name__).exception("could not record an operation")
 
@@ -156,50 +172,115 @@ class Observed(SchemaExtension):
         with measuring(self._operation):
             yield
 
-    def _finish(
-        self, metrics: OperationRecorder, context: Any, seconds: float, failure: BaseException | None
-    ) -> None:
+    def _line(self, context: Any, failure: BaseException | None) -> _Line:
+        """What is recorded of the operation, read from its execution now."""
         execution = self.execution_context
         result = execution.result
         errors = getattr(result, "errors", None)
-        outcome = outcome_of(errors, failure)
         name = _operation_name(execution)
-        statements = self._operation.statements
-        if self._subscription:
-            metrics.subscription_ended(name, outcome)
-        else:
-            metrics.operation_answered(name, outcome, seconds, statements, self._operation.lwt_retries)
-        for error in errors or ():
-            extensions = error.extensions or {}
-            if extensions.get("code") == RATE_LIMITED:
-                metrics.count_rate_limited(str(extensions.get("rule") or RATE_LIMITED))
-        if access_log.isEnabledFor(logging.INFO):
-            self._log(context, name, outcome, seconds, statements)
-
-    def _log(self, context: Any, name: str | None, outcome: str, seconds: float, statements: int) -> None:
-        execution = self.execution_context
         kind = execution.operation_type.value if execution.graphql_document is not None else "unknown"
-        request_id = self._request_id or getattr(context, "request_id", None)
+        return _Line(
+            context,
+            kind,
+            name,
+            outcome_of(errors, failure),
+            self._subscription,
+            self._operation.statements,
+            self._operation.lwt_retries,
+            self._request_id or getattr(context, "request_id", None),
+            [
+                str((error.extensions or {}).get("rule") or RATE_LIMITED)
+                for error in errors or ()
+                if (error.extensions or {}).get("code") == RATE_LIMITED
+            ],
+        )
+
+
+def _parked() -> asyncio.Future[BaseException | None] | None:
+    """The end of the live follow the current operation handed to the hub, if it did."""
+    operation = CURRENT_OPERATION.get()
+    follow = operation.parked if operation is not None else None
+    return follow.ended if follow is not None else None
+
+
+def _span_ended(current: CurrentSpan, ended: asyncio.Future[Any]) -> None:
+    error = None if ended.cancelled() else ended.result()
+    current.leave(error if isinstance(error, BaseException) else None)
+
+
+def _ended(metrics: OperationRecorder, line: _Line, start: float, ended: asyncio.Future[Any]) -> None:
+    """A parked subscription's end: recorded with the outcome of what ended it."""
+    try:
+        error = None if ended.cancelled() else ended.result()
+        if error is not None:
+            line.outcome = outcome_of(None, error)
+        line.record(metrics, time.perf_counter() - start)
+    except Exception:
+        logging.getLogger(__name__).exception("could not record an operation")
+
+
+class _Line:
+    """One operation's metrics and access line."""
+
+    __slots__ = (
+        "context", "kind", "lwt_retries", "name", "outcome", "rate_limited", "request_id", "statements",
+        "subscription",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        context: Any,
+        kind: str,
+        name: str | None,
+        outcome: str,
+        subscription: bool,
+        statements: int,
+        lwt_retries: int,
+        request_id: str | None,
+        rate_limited: list[str],
+    ) -> None:
+        self.context = context
+        self.kind = kind
+        self.name = name
+        self.outcome = outcome
+        self.subscription = subscription
+        self.statements = statements
+        self.lwt_retries = lwt_retries
+        self.request_id = request_id
+        self.rate_limited = rate_limited
+
+    def record(self, metrics: OperationRecorder, seconds: float) -> None:
+        if self.subscription:
+            metrics.subscription_ended(self.name, self.outcome)
+        else:
+            metrics.operation_answered(self.name, self.outcome, seconds, self.statements, self.lwt_retries)
+        for rule in self.rate_limited:
+            metrics.count_rate_limited(rule)
+        if access_log.isEnabledFor(logging.INFO):
+            self._log(seconds)
+
+    def _log(self, seconds: float) -> None:
+        context = self.context
         user = getattr(context, "login", None)
         duration_ms = round(seconds * 1000, 3)
         access_log.info(
             "%s %s %s %.1fms statements=%d user=%s requestId=%s",
-            kind,
-            name or "anonymous",
-            outcome,
+            self.kind,
+            self.name or "anonymous",
+            self.outcome,
             duration_ms,
-            statements,
+            self.statements,
             user or "-",
-            request_id,
+            self.request_id,
             extra={
-                "requestId": request_id,
-                "operation": name,
-                "operationType": kind,
+                "requestId": self.request_id,
+                "operation": self.name,
+                "operationType": self.kind,
                 "transport": "ws" if getattr(context, "websocket", False) else "http",
                 "user": user,
                 "durationMs": duration_ms,
-                "statements": statements,
-                "lwtRetries": self._operation.lwt_retries,
-                "outcome": outcome,
+                "statements": self.statements,
+                "lwtRetries": self.lwt_retries,
+                "outcome": self.outcome,
             },
         )

@@ -10,6 +10,10 @@ Such frames are valid whether or not per-message deflate was negotiated (a
 frame without RSV1 is uncompressed, RFC 7692 §6), and they never split another
 writer's frame: every write on the loop is whole.
 
+A subscription the hub has parked (``gateway/http/websocket.py``) ends through its
+sink too: the error that ended it, if any, as a result, then the protocol's
+``complete`` message.
+
 A peer that does not read falls behind: once more than ``limit`` bytes wait in
 its socket's write buffer, it is cut off, never buffered without bound. It is
 sent close code 1013 ("try again later": the client reconnects and catches up
@@ -53,10 +57,18 @@ def message_prefix(protocol: str, operation_id: str) -> bytes:
     return b'{"id":' + encoded_id + b',"type":"next","payload":'
 
 
+def complete_message(protocol: str, operation_id: str) -> bytes:
+    """The protocol's ``complete`` message for the operation."""
+    encoded_id = orjson.dumps(operation_id)
+    if protocol == "graphql-ws":
+        return b'{"type":"complete","id":' + encoded_id + b"}"
+    return b'{"id":' + encoded_id + b',"type":"complete"}'
+
+
 class SocketSink:
     """One subscription's frame writer (a :class:`gateway.graph.live.LiveSink`)."""
 
-    __slots__ = ("_active", "_cut", "_dropped", "_prefix", "_transport", "grace", "limit")
+    __slots__ = ("_active", "_complete", "_cut", "_dropped", "_prefix", "_transport", "grace", "limit")
 
     def __init__(
         self,
@@ -66,11 +78,12 @@ class SocketSink:
         *,
         limit: int,
         cut: Callable[[int, str], None],
-        active: Callable[[], bool] = lambda: True,
+        active: Callable[[], bool] | None = None,
         grace: float = 5.0,
     ) -> None:
         self._transport = transport
         self._prefix = message_prefix(protocol, operation_id)
+        self._complete = complete_message(protocol, operation_id)
         self.limit = limit
         self.grace = grace
         self._cut = cut
@@ -79,13 +92,25 @@ class SocketSink:
 
     def deliver(self, payload: bytes) -> bool:
         transport = self._transport
-        if self._dropped or transport.is_closing() or not self._active():
+        active = self._active
+        if self._dropped or transport.is_closing() or (active is not None and not active()):
             return False
         if transport.get_write_buffer_size() > self.limit:
             self._cut_off()
             return False
         transport.write(text_frame(self._prefix + payload + b"}"))
         return True
+
+    def parked(self) -> None:
+        """The live hub follows on for the operation: the sink stays active until the
+        subscription ends, whatever became of the operation's task."""
+        self._active = None
+
+    def complete(self) -> None:
+        """Tell the client the subscription is over (the protocol's ``complete``)."""
+        transport = self._transport
+        if not self._dropped and not transport.is_closing():
+            transport.write(text_frame(self._complete))
 
     def _cut_off(self) -> None:
         self._dropped = True

@@ -1,4 +1,4 @@
-"""WebSocket connections that live exactly as long as their session.
+"""WebSocket connections that live exactly as long as their session, within their caps.
 
 Strawberry's protocol handlers, with what the contract adds on top:
 
@@ -10,14 +10,29 @@ Strawberry's protocol handlers, with what the contract adds on top:
   revoked or expired is closed with 4403; without one the connection is anonymous;
 - every operation re-reads the session (one CQL statement, as an HTTP request
   costs) and the socket is closed with 4403 once it is gone;
-- ``signOut`` anywhere announces the revocation on the session's channel
-  (:mod:`gateway.broker.sessions`) and the session's expiry is scheduled: either
-  ends the running operations and closes the socket with 4403;
-- at most ``GATEWAY_MAX_SOCKETS`` sockets per process and
-  ``GATEWAY_MAX_SOCKETS_PER_USER`` per signed-in user, however it signed in: over
-  either, 4429;
-- the legacy ``graphql-ws`` protocol gets the ``connection_init`` timeout
-  (4408) that ``graphql-transport-ws`` has.
+- ``signOut`` anywhere announces the revocation (:mod:`gateway.broker.sessions`), and
+  the session's expiry is scheduled: the process's :class:`SessionWatch` hears of
+  either and the socket's running operations end and it is closed with 4403;
+- at most ``GATEWAY_MAX_SOCKETS`` sockets per process, ``GATEWAY_MAX_SOCKETS_PER_ADDRESS``
+  per client address (as rate limits key it) and ``GATEWAY_MAX_SOCKETS_PER_USER`` per
+  signed-in user, however it signed in: over any, 4429;
+- at most ``GATEWAY_MAX_SUBSCRIPTIONS_PER_SOCKET`` operations running on one socket and
+  ``GATEWAY_MAX_SUBSCRIPTIONS_PER_USER`` for one user over all the process's sockets: one
+  more is refused with ``QUERY_TOO_COMPLEX`` (``extensions.limit``), the socket stays open;
+- a socket with no operation running and no message from its client for
+  ``GATEWAY_WS_IDLE_SECONDS`` is closed with 4410, signed in or not;
+- both protocols get the ``connection_init`` timeout (4408), kept by a timer rather than
+  a task of its own;
+- a subscription the live hub delivers is *parked* once it is live
+  (``gateway/graph/live.py``): its operation's task ends, and the socket keeps a small
+  record of it, which answers the client's ``complete``/``stop`` and writes the
+  subscription's last frames when the hub ends it;
+- a message to a client that has gone is dropped: the socket is closing anyway, so
+  nothing logs it as a failure.
+
+Everything the handlers override of Strawberry's is listed in the fence
+(``gateway/graph/executor_internals.py``, row 9), which ``tests/unit/test_upstream_fences.py``
+holds to the installed version.
 """
 
 from __future__ import annotations
@@ -26,24 +41,25 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Iterator
-from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
     Operation,
 )
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 
-from gateway.broker.pubsub import BrokerUnavailable
-from gateway.broker.sessions import LiveSession, session_channel
+from gateway.broker.sessions import LiveSession
 from gateway.db.session import CassandraUnavailable
 from gateway.graph.context import Context, Services
-from gateway.graph.live import CURRENT_OPERATION, LiveOperation
+from gateway.graph.limits import too_complex
+from gateway.graph.live import CURRENT_OPERATION, Follow, LiveOperation, ending_payload
 from gateway.http.auth import bearer_token
 from gateway.http.live import SocketSink
+from gateway.http.session_watch import SessionWatch, Watched
 from gateway.http.sockets import TOO_MANY_CODE, TOO_MANY_REASON, SocketCounts
-from gateway.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from strawberry.http.async_base_view import AsyncWebSocketAdapter
@@ -60,11 +76,9 @@ UNAVAILABLE_CODE = 1011
 UNAVAILABLE_REASON = "Cassandra is unavailable right now; retrying later is safe."
 INIT_TIMEOUT_CODE = 4408
 INIT_TIMEOUT_REASON = "Connection initialisation timeout"
-#: Pause before listening again on a session channel that dropped the socket.
-RESUBSCRIBE_SECONDS = 1.0
-#: While the broker is unreachable revocations cannot arrive: each socket looks its
-#: session up this often instead (one CQL statement per socket per interval).
-BROKER_POLL_SECONDS = 5.0
+#: No operation running and no message for ``GATEWAY_WS_IDLE_SECONDS``.
+IDLE_CODE = 4410
+IDLE_REASON = "Idle: no operation and no message for too long"
 
 
 def token_of(payload: object) -> str | None:
@@ -84,7 +98,13 @@ class SocketView(Protocol):
 
 
 class SessionSocket:
-    """One connection's admission and session, shared by both protocol handlers."""
+    """One connection's admission, session, operations and idleness, shared by both
+    protocol handlers."""
+
+    __slots__ = (
+        "_closing", "_handler", "_idle", "_last", "_loop", "_pending_close", "_watched", "address", "closed",
+        "counts", "idle_seconds", "login", "parked", "running", "services", "token", "watch", "websocket",
+    )  # fmt: skip
 
     @classmethod
     def of(cls, view: object, websocket: AsyncWebSocketAdapter) -> SessionSocket:
@@ -96,13 +116,24 @@ class SessionSocket:
         self.services = services
         self.counts = counts
         self.websocket = websocket
+        self.watch = services.provided(SessionWatch)
         self.token: str | None = None
         self.login: str | None = None
-        self._watcher: asyncio.Task[None] | None = None
+        self.address: str | None = None
+        self._watched: Watched | None = None
         self._handler: asyncio.Task[None] | None = None
         self._pending_close: tuple[int, str] | None = None
         self._closing: asyncio.Task[None] | None = None
         self.closed = False
+        self._loop = asyncio.get_running_loop()
+        self.idle_seconds = services.settings.ws_idle_seconds
+        self._last = self._loop.time()
+        self._idle: asyncio.TimerHandle | None = None
+        #: Operations running: their tasks, and the subscriptions parked with the hub.
+        self.running = 0
+        self.parked: dict[str, Follow] = {}
+
+    # -- operations ---------------------------------------------------------------------
 
     def operation(
         self,
@@ -113,11 +144,11 @@ class SessionSocket:
         variables: Any,
         name: Any,
     ) -> contextlib.AbstractContextManager[None]:
-        """While an operation runs, the live hub knows where its results go."""
+        """While an operation runs, the live hub knows where its results go, and may park it."""
         sink = self.sink(protocol, operation_id, active)
         if sink is None:
             return contextlib.nullcontext()
-        return _current(LiveOperation(query, variables, name, sink))
+        return _current(LiveOperation(query, variables, name, sink, park=partial(self._park, operation_id)))
 
     def sink(self, protocol: str, operation_id: str, active: Callable[[], bool]) -> SocketSink | None:
         """Where the live hub writes an operation's results: this socket's transport, cut off
@@ -136,9 +167,118 @@ class SessionSocket:
             active=active,
         )
 
+    def refusal(self) -> dict[str, Any] | None:
+        """The error that refuses one more operation over a cap, formatted; None: it may run."""
+        refused = self.counts.operation_refused(self.running, self.login)
+        if refused is None:
+            return None
+        message, limit = refused
+        return dict(too_complex(message, limit=limit).formatted)
+
+    def track(self, task: asyncio.Task[Any] | None) -> None:
+        """Count the operation ``task`` runs until it ends."""
+        if task is None:
+            return
+        login = self.login
+        self._started(login)
+        self.counts.operation_tasks += 1
+        task.add_done_callback(lambda _: self._task_ended(login))
+
+    def _task_ended(self, login: str | None) -> None:
+        self.counts.operation_tasks -= 1
+        self._ended(login)
+
+    def _started(self, login: str | None) -> None:
+        self.running += 1
+        self.counts.operation_started(login)
+
+    def _ended(self, login: str | None) -> None:
+        self.running -= 1
+        self.counts.operation_ended(login)
+        self.heard()
+        if not self.running:
+            self._arm_idle()
+
+    def _park(self, operation_id: str, follow: Follow) -> None:
+        """The hub follows on for this operation: its task may end; the subscription runs
+        (and counts as running) until the follow ends."""
+        operation = follow.operation
+        assert operation is not None
+        sink = operation.sink
+        if isinstance(sink, SocketSink):
+            sink.parked()
+        login = self.login
+        self._started(login)
+        self.counts.parked += 1
+        self.parked[operation_id] = follow
+        follow.ended.add_done_callback(partial(self._parked_ended, operation_id, follow, login))
+
+    def _parked_ended(
+        self,
+        operation_id: str,
+        follow: Follow,
+        login: str | None,
+        ended: asyncio.Future[BaseException | None],
+    ) -> None:
+        """A parked subscription ended. Ended by the hub (a verdict, the broker, a recheck,
+        its socket falling behind), its client is told as the protocol says: the error that
+        ended it, if any, then ``complete``; ended by its client or its socket, nothing."""
+        if self.parked.get(operation_id) is follow:
+            del self.parked[operation_id]
+            operation = follow.operation
+            sink = operation.sink if operation is not None else None
+            if isinstance(sink, SocketSink) and not self.closed:
+                error = None if ended.cancelled() else ended.result()
+                if error is not None:
+                    sink.deliver(ending_payload(error))
+                sink.complete()
+        self.counts.parked -= 1
+        self._ended(login)
+
+    def unpark(self, operation_id: str, *, tell: bool = False) -> bool:
+        """End a parked subscription for its client, who completed or stopped it, or sent
+        another under its id (``tell``: answer with ``complete``, as legacy ``graphql-ws``
+        does); False when none is parked under the id."""
+        follow = self.parked.pop(operation_id, None)
+        if follow is None:
+            return False
+        follow.end()
+        operation = follow.operation
+        if tell and operation is not None and isinstance(operation.sink, SocketSink):
+            operation.sink.complete()
+        return True
+
+    # -- idleness -------------------------------------------------------------------------
+
+    def heard(self) -> None:
+        """The client sent a message (or an operation ended): the socket is not idle."""
+        self._last = self._loop.time()
+
+    def _arm_idle(self) -> None:
+        if self._idle is None and not self.closed:
+            self._idle = self._loop.call_at(self._last + self.idle_seconds, self._idle_due)
+
+    def _idle_due(self) -> None:
+        self._idle = None
+        if self.closed or self.running:
+            return  # armed again when the last operation ends
+        due = self._last + self.idle_seconds
+        if self._loop.time() < due:
+            self._idle = self._loop.call_at(due, self._idle_due)
+            return
+        log.info("closing an idle WebSocket of %s", self.login or "an anonymous client")
+        self.close_soon(IDLE_CODE, IDLE_REASON)
+
+    # -- closing --------------------------------------------------------------------------
+
     def _cut_off(self, code: int, reason: str) -> None:
         log.info("cutting off a WebSocket of %s: %s", self.login or "an anonymous client", reason)
-        self._closing = asyncio.create_task(self.close(code, reason))
+        self.close_soon(code, reason)
+
+    def close_soon(self, code: int, reason: str) -> None:
+        """:meth:`close`, from a callback."""
+        if not self.closed:
+            self._closing = asyncio.create_task(self.close(code, reason))
 
     async def close(self, code: int, reason: str) -> None:
         """Close the socket with ``code``, from any task.
@@ -159,11 +299,15 @@ class SessionSocket:
         handler.cancel()
 
     async def run(self, handle: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Run the protocol handler while the process has room for one more socket."""
-        if not self.counts.open():
+        """Run the protocol handler while the process, and the client's address, have room
+        for one more socket."""
+        address = self.services.address_of(getattr(self.websocket, "request", None))
+        if not self.counts.open(address):
             await self.close(TOO_MANY_CODE, TOO_MANY_REASON)
             return
+        self.address = address
         self._handler = asyncio.create_task(handle())
+        self._arm_idle()
         try:
             await self._handler
         except asyncio.CancelledError:
@@ -171,19 +315,25 @@ class SessionSocket:
             if self._pending_close is None or (current is not None and current.cancelling()):
                 raise
         finally:
-            self.counts.close()
-            watcher = self._watcher
+            self.closed = True
+            self.counts.close(address)
             self._release()
-            await cancel_and_wait(watcher, what="a WebSocket's session watch")
+            if self._idle is not None:
+                self._idle.cancel()
+                self._idle = None
+            for operation_id in list(self.parked):
+                self.unpark(operation_id)
         if self._pending_close is not None:
             code, reason = self._pending_close
             with contextlib.suppress(Exception):
                 await self.websocket.close(code=code, reason=reason)
 
+    # -- the session ----------------------------------------------------------------------
+
     async def admit(self, payload: object, context: Context) -> tuple[int, str] | None:
         """Check ``connection_init``'s token (the payload's, else the upgrade request's
         ``Authorization`` header): None to go on, else the close code and reason."""
-        context.session_listener = self._started
+        context.session_listener = self._started_session
         token = token_of(payload)
         if token is None:
             headers = getattr(context.request, "headers", None)
@@ -212,7 +362,7 @@ class SessionSocket:
         if not self.counts.sign_in(session.login):
             return TOO_MANY_CODE, TOO_MANY_REASON
         self.token, self.login = token, session.login
-        self._watcher = asyncio.create_task(self._watch(token, session.expires_at))
+        self._watched = self.watch.watch(token, session.expires_at, self._session_ended)
         if self.services.presence is not None:
             self.services.presence.connected(session.login)
         return None
@@ -222,15 +372,20 @@ class SessionSocket:
             self.counts.sign_out(self.login)
             if self.services.presence is not None:
                 self.services.presence.disconnected(self.login)
-        if self._watcher is not None:
-            self._watcher.cancel()
-        self.token = self.login = self._watcher = None
+        if self._watched is not None:
+            self.watch.unwatch(self._watched)
+        self.token = self.login = self._watched = None
 
-    def _started(self, token: str, session: LiveSession) -> None:
+    def _session_ended(self) -> None:
+        self._watched = None
+        log.info("closing a WebSocket of %s: its session ended", self.login)
+        self.close_soon(FORBIDDEN_CODE, SESSION_ENDED)
+
+    def _started_session(self, token: str, session: LiveSession) -> None:
         """A ``signIn`` or ``signUp`` over this socket: the socket acts as that session."""
         refusal = self.bind(token, session)
         if refusal is not None:
-            self._closing = asyncio.create_task(self.close(*refusal))
+            self.close_soon(*refusal)
 
     async def lives(self, context: Context) -> bool:
         """Before each operation: whether the session still lives (closing the socket if not).
@@ -256,38 +411,6 @@ class SessionSocket:
         context.signed_in_as(session.login, self.token)
         return True
 
-    async def _watch(self, token: str, expires_at: datetime) -> None:
-        """Close the socket when the session is revoked (from any process) or expires."""
-        while True:
-            if await self._ended(token, expires_at):
-                break
-            await asyncio.sleep(RESUBSCRIBE_SECONDS)
-        log.info("closing a WebSocket of %s: its session ended", self.login)
-        await self.close(FORBIDDEN_CODE, SESSION_ENDED)
-
-    async def _ended(self, token: str, expires_at: datetime) -> bool:
-        """Wait for the session's revocation or expiry (True), or for the channel to
-        drop this subscriber (a slow reader, a broker reconnect): then a revocation
-        may have been missed, and the session is looked up. With the broker lost,
-        the session is looked up every :data:`BROKER_POLL_SECONDS` until it is back."""
-        remaining = (expires_at - datetime.now(UTC)).total_seconds()
-        if remaining <= 0:
-            return True
-        try:
-            async with self.services.pubsub.subscribe(session_channel(token)) as messages:
-                try:
-                    async with asyncio.timeout(remaining):
-                        async for _ in messages:
-                            return True
-                except TimeoutError:
-                    return True
-        except BrokerUnavailable:
-            await asyncio.sleep(min(remaining, BROKER_POLL_SECONDS))
-        try:
-            return await self.services.session_of(token) is None
-        except CassandraUnavailable:
-            return False
-
 
 @contextlib.contextmanager
 def _current(operation: LiveOperation) -> Iterator[None]:
@@ -299,30 +422,67 @@ def _current(operation: LiveOperation) -> Iterator[None]:
 
 
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
-    """``graphql-transport-ws`` with the session rules of :class:`SessionSocket`."""
+    """``graphql-transport-ws`` with the rules of :class:`SessionSocket`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.session = SessionSocket.of(self.view, self.websocket)
+        # The socket's own caps replace Strawberry's uncoded one (SessionSocket.refusal).
+        self.max_subscriptions_per_connection = None
+        self.init_timer: asyncio.TimerHandle | None = None
 
     async def handle(self) -> None:
-        await self.session.run(super().handle)
+        try:
+            await self.session.run(super().handle)
+        finally:
+            if self.init_timer is not None:
+                self.init_timer.cancel()
+
+    def on_request_accepted(self) -> None:
+        """The ``connection_init`` deadline, as a timer (Strawberry keeps a task for it)."""
+        seconds = self.connection_init_wait_timeout.total_seconds()
+        self.init_timer = asyncio.get_running_loop().call_later(seconds, self._init_timed_out)
+
+    def _init_timed_out(self) -> None:
+        self.init_timer = None
+        if not self.connection_init_received:
+            self.connection_timed_out = True
+            self.session.close_soon(INIT_TIMEOUT_CODE, INIT_TIMEOUT_REASON)
+
+    async def handle_message(self, message: Any) -> None:
+        self.session.heard()
+        await super().handle_message(message)
 
     async def handle_connection_init(self, message: Any) -> None:
         if not self.connection_init_received and not self.connection_timed_out:
-            if self.connection_init_timeout_task:
-                self.connection_init_timeout_task.cancel()
+            if self.init_timer is not None:
+                self.init_timer.cancel()
+                self.init_timer = None
             refusal = await self.session.admit(message.get("payload"), self.context)
             if refusal is not None:
                 await self.session.close(*refusal)
                 return
         await super().handle_connection_init(message)
 
-    async def handle_connection_init_timeout(self) -> None:
-        await asyncio.sleep(self.connection_init_wait_timeout.total_seconds())
-        if not self.connection_init_received:
-            self.connection_timed_out = True
-            await self.session.close(INIT_TIMEOUT_CODE, INIT_TIMEOUT_REASON)
+    async def handle_subscribe(self, message: Any) -> None:
+        operation_id = message["id"]
+        if self.connection_acknowledged and operation_id in self.session.parked:
+            await self.websocket.close(code=4409, reason=f"Subscriber for {operation_id} already exists")
+            return
+        if self.connection_acknowledged and operation_id not in self.operations:
+            refusal = self.session.refusal()
+            if refusal is not None:
+                await self.send_message({"id": operation_id, "type": "error", "payload": [refusal]})
+                return
+            await super().handle_subscribe(message)
+            operation = self.operations.get(operation_id)
+            self.session.track(operation.task if operation is not None else None)
+            return
+        await super().handle_subscribe(message)
+
+    async def cleanup_operation(self, operation_id: str) -> None:
+        if not self.session.unpark(operation_id):
+            await super().cleanup_operation(operation_id)
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
         if not await self.session.lives(self.context):
@@ -337,33 +497,48 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         ):
             await super().run_operation(operation)
 
+    async def send_message(self, message: Any) -> None:
+        if message.get("type") == "complete" and message.get("id") in self.session.parked:
+            return  # the subscription goes on, parked: its complete comes when it ends
+        with contextlib.suppress(WebSocketDisconnected):  # the client left: nobody to tell
+            await super().send_message(message)
+
 
 class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
-    """Legacy ``graphql-ws`` with the session rules of :class:`SessionSocket`, and a
+    """Legacy ``graphql-ws`` with the rules of :class:`SessionSocket`, and a
     ``connection_init`` timeout like ``graphql-transport-ws``'s."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.session = SessionSocket.of(self.view, self.websocket)
+        self.max_subscriptions_per_connection = None
         self.init_received = False
+        self.init_timer: asyncio.TimerHandle | None = None
 
     async def handle(self) -> None:
-        timeout = asyncio.create_task(self._init_timeout())
+        seconds = self.view.connection_init_wait_timeout.total_seconds()
+        self.init_timer = asyncio.get_running_loop().call_later(seconds, self._init_timed_out)
         try:
             await self.session.run(super().handle)
         finally:
-            timeout.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await timeout
+            if self.init_timer is not None:
+                self.init_timer.cancel()
 
-    async def _init_timeout(self) -> None:
-        await asyncio.sleep(self.view.connection_init_wait_timeout.total_seconds())
+    def _init_timed_out(self) -> None:
+        self.init_timer = None
         if not self.init_received:
-            await self.session.close(INIT_TIMEOUT_CODE, INIT_TIMEOUT_REASON)
+            self.session.close_soon(INIT_TIMEOUT_CODE, INIT_TIMEOUT_REASON)
+
+    async def handle_message(self, message: Any) -> None:
+        self.session.heard()
+        await super().handle_message(message)
 
     async def handle_connection_init(self, message: Any) -> None:
         if not self.init_received:
             self.init_received = True
+            if self.init_timer is not None:
+                self.init_timer.cancel()
+                self.init_timer = None
             refusal = await self.session.admit(message.get("payload"), self.context)
             if refusal is not None:
                 with contextlib.suppress(Exception):
@@ -371,6 +546,26 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
                 await self.session.close(*refusal)
                 return
         await super().handle_connection_init(message)
+
+    async def handle_start(self, message: Any) -> None:
+        operation_id = message["id"]
+        if not self.connection_acknowledged:
+            await super().handle_start(message)
+            return
+        # Another operation under a running one's id replaces it, parked or not.
+        self.session.unpark(operation_id, tell=True)
+        if operation_id in self.tasks:
+            await self.cleanup_operation(operation_id)
+        refusal = self.session.refusal()
+        if refusal is not None:
+            await self.send_message({"type": "error", "id": operation_id, "payload": refusal})
+            return
+        await super().handle_start(message)
+        self.session.track(self.tasks.get(operation_id))
+
+    async def cleanup_operation(self, operation_id: str) -> None:
+        if not self.session.unpark(operation_id, tell=True):
+            await super().cleanup_operation(operation_id)
 
     async def handle_async_results(
         self, operation_id: str, query: str, operation_name: str | None, variables: dict[str, object] | None
@@ -387,3 +582,9 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
             operation_name,
         ):
             await super().handle_async_results(operation_id, query, operation_name, variables)
+
+    async def send_message(self, message: Any) -> None:
+        if message.get("type") == "complete" and message.get("id") in self.session.parked:
+            return  # the subscription goes on, parked: its complete comes when it ends
+        with contextlib.suppress(WebSocketDisconnected):  # the client left: nobody to tell
+            await super().send_message(message)

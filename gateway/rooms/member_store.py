@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 CLEANUP_PAGE = 100
 #: Most (room, login) pairs one read of room mates asks Cassandra about.
 ROOM_MATE_PAIRS = 1000
+#: Logins a recheck of a room's subscribers asks about in one read (as a DataLoader batches).
+PARTICIPANTS_PER_READ = 100
 #: Stale ``user_rooms`` rows a process deletes in the background at once; more
 #: found meanwhile are left for a later read to find again.
 MAX_PENDING_REPAIRS = 1000
@@ -122,6 +124,23 @@ class MemberStore:
             )
         ).one()
         return row is not None
+
+    async def participants_among(self, room_id: UUID, logins: Iterable[str]) -> set[str]:
+        """Of ``logins``, those in the room: one read per :data:`PARTICIPANTS_PER_READ` logins,
+        run concurrently."""
+        wanted = sorted(set(logins))
+
+        async def among(chunk: list[str]) -> set[str]:
+            found = await self.db.execute(
+                "SELECT login FROM room_participants WHERE room_id = ? AND login IN ?",
+                (room_id, chunk),
+                fetch_size=len(chunk) + 1,
+            )
+            return {row["login"] for row in found.rows}
+
+        step = PARTICIPANTS_PER_READ
+        found = await asyncio.gather(*(among(wanted[at : at + step]) for at in range(0, len(wanted), step)))
+        return set().union(*found)
 
     async def count_by(self, room_id: UUID, delta: int) -> None:
         await self.db.execute(

@@ -15,7 +15,7 @@ from strawberry.types import Info
 from gateway.db.timeline import REPLAY_MAX, Seam
 from gateway.errors import Forbidden, NotFound
 from gateway.graph.context import Context, context_of
-from gateway.graph.live import Verdict
+from gateway.graph.live import Recheck, Verdict
 from gateway.graph.pagination import After, Connection, First, page_size, resume_point
 from gateway.ratelimit.policy import Limit
 from gateway.rooms import rules
@@ -194,6 +194,7 @@ class RoomSubscription:
                 token=context.token,
                 newer=newer,
                 replay=replay,
+                recheck=_membership(context, record.name, record.id),
             )
             async for message in follow.events():
                 yield message
@@ -207,12 +208,29 @@ def _room_verdict(room_id: UUID, viewer: str, event: object) -> Verdict:
     """Who receives a room's event is known before it arrives: the participant who
     subscribed, until their own leave or the room's deletion (delivered, then the end),
     or another incarnation of the name (this room is gone: the end). A leave or deletion
-    lost with the broker's connection ends the subscription with the connection."""
+    lost with the broker's connection ends the subscription with the connection; one the
+    broker dropped otherwise is found by the recheck (:func:`_membership`)."""
     if not isinstance(event, RoomEvent):
         return Verdict.SKIP
     if event.room.id != room_id:
         return Verdict.END
     return Verdict.DELIVER_THEN_END if event.ends_subscription_of(viewer) else Verdict.DELIVER
+
+
+def _membership(context: Context, name: str, room_id: UUID) -> Recheck:
+    """Who of a room's subscribers is still in it, asked again now and then: a leave or a
+    deletion whose event the broker lost ends their subscriptions all the same."""
+    rooms, members = context.store(RoomStore), context.store(MemberStore)
+    return Recheck(("room", room_id), partial(_still_in_room, rooms, members, name, room_id))
+
+
+async def _still_in_room(
+    rooms: RoomStore, members: MemberStore, name: str, room_id: UUID, viewers: frozenset[str]
+) -> set[str]:
+    room = await rooms.get(name)
+    if room is None or room.id != room_id:
+        return set()
+    return await members.participants_among(room_id, viewers)
 
 
 def _room_message(event: RoomEvent) -> RoomMessage:

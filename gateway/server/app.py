@@ -30,7 +30,7 @@ from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
 from gateway.http.request_context import install as install_request_context
 from gateway.http.requests import ENDPOINT, Endpoint
-from gateway.http.sockets import SocketCounts
+from gateway.http.sockets import SocketCaps, SocketCounts
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
 from gateway.ratelimit.policy import Limit
@@ -79,7 +79,7 @@ class GatewayGraphQLView(BatchBudget, GraphQLOverHTTPView[Context, None]):
         self.request_adapter_class = request_adapter
         self.drain = drain
         settings = services.settings
-        self.sockets = SocketCounts(settings.max_sockets, settings.max_sockets_per_user)
+        self.sockets = SocketCounts(SocketCaps.of(settings))
 
     async def create_websocket_response(
         self, request: web.Request, subprotocol: str | None

@@ -398,6 +398,48 @@ class Settings:
         group=SOCKETS,
         bounds=POSITIVE,
     )
+    max_sockets_per_address: int = setting(
+        "GATEWAY_MAX_SOCKETS_PER_ADDRESS",
+        500,
+        "most WebSockets one client address holds open per process (IPv6 per /64; behind a proxy the "
+        "address `GATEWAY_TRUSTED_PROXIES` names, as for rate limits; more: closed with 4429 right "
+        "after the handshake)",
+        group=SOCKETS,
+        bounds=POSITIVE,
+    )
+    ws_idle_seconds: float = setting(
+        "GATEWAY_WS_IDLE_SECONDS",
+        300.0,
+        "seconds a WebSocket may stay open with no operation running and no message from its client "
+        "(then closed with 4410; signed in or not)",
+        group=SOCKETS,
+        bounds=POSITIVE,
+    )
+    max_subscriptions_per_socket: int = setting(
+        "GATEWAY_MAX_SUBSCRIPTIONS_PER_SOCKET",
+        100,
+        "most operations one WebSocket runs at once, subscriptions and queries or mutations still "
+        "running alike (one more: `QUERY_TOO_COMPLEX` for that operation, the socket stays open)",
+        group=SOCKETS,
+        bounds=POSITIVE,
+    )
+    max_subscriptions_per_user: int = setting(
+        "GATEWAY_MAX_SUBSCRIPTIONS_PER_USER",
+        200,
+        "most operations a signed-in user runs at once over all their WebSockets of a process (one "
+        "more: `QUERY_TOO_COMPLEX` for that operation)",
+        group=SOCKETS,
+        bounds=POSITIVE,
+    )
+    live_recheck_seconds: float = setting(
+        "GATEWAY_LIVE_RECHECK_SECONDS",
+        60.0,
+        "how often a live subscription's right to its events is read again from Cassandra (room "
+        "membership: one read per room and process), so a leave or deletion whose broker event was "
+        "lost still ends it",
+        group=SOCKETS,
+        bounds=POSITIVE,
+    )
     ws_keep_alive_seconds: float = setting(
         "GATEWAY_WS_KEEP_ALIVE_SECONDS",
         15.0,

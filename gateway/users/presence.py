@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -124,6 +124,11 @@ class Presence:
             del self._sockets[login]
             self._closed_at[login] = datetime.now(UTC)
             self._settle_soon(login)
+
+    async def settled(self) -> None:
+        """Wait until every settling begun so far is done."""
+        while self._settling:
+            await asyncio.wait(set(self._settling))
 
     def _settle_soon(self, login: str) -> None:
         task = asyncio.get_running_loop().create_task(self._settle(login))
@@ -229,22 +234,24 @@ class Presence:
 
     # -- watching users whose process may die -------------------------------------
 
-    @contextlib.contextmanager
-    def watching(self, logins: Iterable[str], states: dict[str, PresenceState]) -> Iterator[None]:
-        """While a subscriber of this process watches ``logins`` (last told ``states``)."""
+    def watch(self, logins: Iterable[str], states: dict[str, PresenceState]) -> Callable[[], None]:
+        """A subscriber of this process watches ``logins`` (last told ``states``) until the
+        function returned is called (once)."""
         chosen = list(logins)
         for login in chosen:
             self._watched[login] += 1
             self._heard.setdefault(login, states[login].online if login in states else False)
-        try:
-            yield
-        finally:
+
+        def unwatch() -> None:
             for login in chosen:
                 self._watched[login] -= 1
                 if self._watched[login] <= 0:
                     del self._watched[login]
                     self._heard.pop(login, None)
                     self._vouched.pop(login, None)
+            chosen.clear()
+
+        return unwatch
 
     def heard(self, login: str, online: bool) -> None:
         """What this process's subscribers were last told of ``login``."""

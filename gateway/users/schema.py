@@ -222,11 +222,12 @@ class UserSubscription:
             states = await presence.states(visible)
             for login in visible:
                 yield PresenceEvent(_login=login, presence=PresenceView.of(states[login]))
-            with presence.watching(visible, states):
-                verdict = _PresenceNews(presence, {login: states[login].online for login in visible})
-                await follow.go_live(verdict, _presence_event, viewer=viewer, token=context.token)
-                async for event in follow.events():
-                    yield event
+            # Watched for as long as the subscription lives, parked with the hub or not.
+            follow.on_end(presence.watch(visible, states))
+            verdict = _PresenceNews(presence, {login: states[login].online for login in visible})
+            await follow.go_live(verdict, _presence_event, viewer=viewer, token=context.token)
+            async for event in follow.events():
+                yield event
 
 
 class _PresenceNews:
