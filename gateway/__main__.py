@@ -168,6 +168,8 @@ def cmd_cassandra(settings: Settings, action: str, nodes: int | None, node: int 
     """The single node, or with ``--nodes N`` / ``--node I`` the local ring (or one member of it)."""
     if nodes is not None and nodes < 1:
         raise _CommandFailed(f"--nodes must be 1 or more, got {nodes}")
+    if action == "kill" and node is None:
+        raise _CommandFailed("kill needs --node I: it kills one member of the local ring")
     if node is not None or (nodes or 1) > 1:
         return _cmd_ring(settings, action, nodes or 3, node)
     tooling = _tooling()
@@ -199,6 +201,8 @@ def _cmd_ring(settings: Settings, action: str, nodes: int, node: int | None) -> 
             ring.start_node(node or 1)
         elif action == "stop":
             ring.stop(node)
+        elif action == "kill" and node is not None:
+            ring.kill(node)
         members = [ring.node(node)] if node is not None else ring.members
         statuses = [member.status() for member in members]
     for member, status in zip(members, statuses, strict=True):
@@ -319,7 +323,11 @@ def main(argv: list[str] | None = None) -> int:
     cassandra = sub.add_parser(
         "cassandra", help="manage the embedded Cassandra node, or a local ring of several (--nodes)"
     )
-    cassandra.add_argument("action", choices=["start", "stop", "status"])
+    cassandra.add_argument(
+        "action",
+        choices=["start", "stop", "kill", "status"],
+        help="kill: SIGKILL one ring member (--node I), as a crash would; start brings it back",
+    )
     cassandra.add_argument(
         "--nodes",
         type=int,

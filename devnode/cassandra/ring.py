@@ -113,6 +113,10 @@ class CassandraRing:
             for member in reversed(self.members):
                 member.stop(timeout)
 
+    def kill(self, index: int) -> None:
+        """Kill one member with SIGKILL (``CassandraNode.kill``); ``start_node`` brings it back."""
+        self.node(index).kill()
+
     def status(self) -> list[NodeStatus]:
         return [member.status() for member in self.members]
 
