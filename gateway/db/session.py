@@ -49,6 +49,7 @@ from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedS
 from gateway.db.direct import DirectReads, is_read
 from gateway.db.driver_internals import next_page_state
 from gateway.db.loop_io import LoopConnection
+from gateway.db.retry import GatewayRetryPolicy, all_idempotent, is_idempotent
 from gateway.db.segments import ThreadConnection
 from gateway.settings import Settings
 
@@ -211,6 +212,8 @@ class Database:
             request_timeout=s.request_timeout,
             consistency_level=ConsistencyLevel.name_to_value[s.consistency],
             serial_consistency_level=ConsistencyLevel.name_to_value[s.serial_consistency],
+            # A statement whose answer was lost goes to the next host only if idempotent.
+            retry_policy=GatewayRetryPolicy(),
         )
         auth = PlainTextAuthProvider(username=s.username, password=s.password or "") if s.username else None
         cluster = Cluster(
@@ -282,15 +285,17 @@ class Database:
             pending = asyncio.ensure_future(loop.run_in_executor(None, prepare))
             self._preparing[cql] = pending
         try:
-            prepared = await asyncio.shield(pending)
+            ready: PreparedStatement = await asyncio.shield(pending)
         except _UNAVAILABLE_ERRORS as exc:
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
         finally:
             self._preparing.pop(cql, None)
         if is_read(cql):
             self._reads.add(cql)
-        self._prepared[cql] = prepared
-        return prepared
+        # Bound statements inherit it: whether the driver may send one again (``retry.py``).
+        ready.is_idempotent = is_idempotent(cql)
+        self._prepared[cql] = ready
+        return ready
 
     def _count(self, *, lwt_retries: int = 0, statements: int = 1) -> None:
         request = current_metrics.get()
@@ -375,6 +380,7 @@ class Database:
     async def batch(self, statements: Sequence[tuple[str, Params]], *, logged: bool = True) -> Result:
         """Several writes in one round trip (a logged batch is applied all-or-nothing, eventually)."""
         batch = BatchStatement(batch_type=BatchType.LOGGED if logged else BatchType.UNLOGGED)
+        batch.is_idempotent = all_idempotent(cql for cql, _ in statements)
         for cql, params in statements:
             prepared = await self.prepare(cql)
             batch.add(prepared, params or ())
