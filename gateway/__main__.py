@@ -1,6 +1,7 @@
-"""Command line: ``gateway serve [--workers N] | cassandra start|stop|status [--nodes N] [--node I] |
-redis start|stop|status | migrate | schema | seed | settings [--markdown]``, the counter
-repairs ``mail-recount`` and ``blog-recount``, and ``backfill [<domain> ...]``.
+"""Command line: ``gateway serve [--workers N] | cassandra start|stop|kill|status [--nodes N]
+[--node I] | redis start|stop|status | migrate | schema | seed | settings [--markdown]``, the
+counter repairs ``mail-recount``, ``blog-recount`` and ``rooms-recount``, and
+``backfill [<domain> ...]``.
 
 The ``cassandra`` and ``redis`` commands, and the others without contact points, use the
 development tooling in ``devnode`` and its settings (``gateway.settings.tooling``); both are
@@ -260,6 +261,16 @@ def cmd_mail_recount(settings: Settings, login: str) -> int:
         db.shutdown()
 
 
+def cmd_rooms_recount(settings: Settings, names: list[str]) -> int:
+    from gateway.rooms.recount import recount
+
+    db, _ = _connected(settings)
+    try:
+        return asyncio.run(recount(db, settings, names))
+    finally:
+        db.shutdown()
+
+
 def cmd_blog_recount(settings: Settings, slugs: list[str]) -> int:
     from gateway.blog.recount import recount
 
@@ -348,6 +359,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     recount = sub.add_parser("mail-recount", help="rebuild a user's unread mail counters from the folders")
     recount.add_argument("login")
+    rooms_recount = sub.add_parser(
+        "rooms-recount", help="set rooms' participant counts to their participant rows"
+    )
+    rooms_recount.add_argument("names", nargs="*", help="rooms to recount (default: every room)")
     blog_recount = sub.add_parser(
         "blog-recount", help="rebuild comment and post counters from the stored comments and posts"
     )
@@ -412,6 +427,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return cmd_backfill(settings, args.domains)
     if args.command == "mail-recount":
         return cmd_mail_recount(settings, args.login)
+    if args.command == "rooms-recount":
+        return cmd_rooms_recount(settings, args.names)
     if args.command == "backfill":
         return cmd_backfill(settings, args.domains)
     return cmd_schema(settings)
