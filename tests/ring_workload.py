@@ -501,8 +501,8 @@ class Ring:
         unexplained = sorted(login for login in unlisted if final.get(login, True) is not None)
         if unexplained:
             found.room_mismatches.append(f"participants without the room in their list: {unexplained}")
-        if unlisted - set(unexplained):
-            found.explained.append(
+        if unlisted - set(unexplained):  # "joining again repairs it" (``member_store.py``)
+            found.notes.append(
                 f"participants whose last join failed, the room not in their list: {sorted(unlisted)}"
             )
         history_granularity = validate_granularity(self.settings.room_bucket)
