@@ -38,6 +38,8 @@ async def ring() -> AsyncIterator[CassandraRing]:
         try:
             started = time.monotonic()
             await asyncio.to_thread(ring.start)
+            # A keyspace created before every node agrees on the schema is not seen by all.
+            await asyncio.to_thread(ring.settle_schema)
             print(f"ring test: ring start: {time.monotonic() - started:.1f}s", file=sys.stderr)
             yield ring
         finally:
