@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Any
 
-from gateway.broker.pubsub import BrokerState
+from gateway.broker.pubsub import BrokerState, publishing
+from gateway.tracing import Tracer
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ class InProcessPubSub:
     def __init__(self, queue_size: int = 1000) -> None:
         self._queue_size = queue_size
         self._subscribers: dict[str, set[asyncio.Queue[Any]]] = defaultdict(set)
+        self.tracer: Tracer | None = None
 
     @property
     def state(self) -> BrokerState:
@@ -42,6 +44,14 @@ class InProcessPubSub:
             self.close(channel)
 
     async def publish(self, channel: str, message: Any) -> None:
+        if self.tracer is None:
+            self._hand_out(channel, message)
+            return
+        with publishing(self.tracer, "gateway.in_process", channel) as span:
+            span.set_attribute("gateway.subscribers", self.subscriber_count(channel))
+            self._hand_out(channel, message)
+
+    def _hand_out(self, channel: str, message: Any) -> None:
         for queue in list(self._subscribers.get(channel, ())):
             try:
                 queue.put_nowait(message)

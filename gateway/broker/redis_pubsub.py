@@ -47,9 +47,10 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from gateway.broker.codec import EventCodec, UnknownEvent
-from gateway.broker.pubsub import BrokerState, BrokerUnavailable
+from gateway.broker.pubsub import BrokerState, BrokerUnavailable, publishing
 from gateway.broker.redis_client import close_within, redis_client
 from gateway.tasks import cancel_and_wait
+from gateway.tracing import Tracer
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ class RedisPubSub:
         self._publisher = redis_client(self.url, max_connections=16, timeout=timeout, retries=1)
         #: Loop time until which publishes are dropped unsent (after a timeout).
         self._paused_until = 0.0
+        self.tracer: Tracer | None = None
 
     def _client(self, max_connections: int = 2) -> aioredis.Redis:
         """A client that fails fast: retrying is this class's job, so nothing retries silently."""
@@ -142,7 +144,12 @@ class RedisPubSub:
 
     async def publish(self, channel: str, message: Any) -> None:
         data = self._codec.encode(message)
-        await self._send(channel, data)
+        if self.tracer is None:
+            await self._send(channel, data)
+            return
+        with publishing(self.tracer, "redis", channel) as span:
+            span.set_attribute("messaging.message.body.size", len(data))
+            await self._send(channel, data)
 
     def close(self, channel: str) -> None:
         self._spawn(self._send(channel, _CLOSE_FRAME))
