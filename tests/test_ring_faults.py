@@ -268,6 +268,8 @@ def unavailable_kind(line: str) -> str:
     if match := re.search(r"'write_type': '(\w+)'", line):
         return f"write timeout ({match[1]})"
     for needle, kind in (
+        ("code=1700", "lightweight transaction's result unknown"),
+        ("code=0000", "server error"),
         ("code=1200", "read timeout"),
         ("code=1100", "write timeout"),
         ("code=1000", "too few replicas alive"),

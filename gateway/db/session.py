@@ -44,7 +44,7 @@ from cassandra.policies import (
     ExponentialReconnectionPolicy,
     TokenAwarePolicy,
 )
-from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessage
+from cassandra.protocol import ErrorMessage, IsBootstrappingErrorMessage, OverloadedErrorMessage
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, dict_factory
 
 from gateway.db.direct import DirectReads, is_read
@@ -215,6 +215,20 @@ _UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionException,
     OSError,
 )
+#: The same, answered as a bare error message: a coordinator's unexpected failure (a node
+#: starting, or one missing a table it was just told of), a CDC write failure, and protocol
+#: v5's "CAS write result unknown" (0x1700: the proposal reached fewer replicas than a
+#: quorum, so it may or may not apply), which cassandra-driver 3.30 has no class for.
+_UNAVAILABLE_CODES = frozenset({0x0000, 0x1600, 0x1700})
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether a driver error means "cannot answer now" (:class:`CassandraUnavailable`)
+    rather than "the statement is wrong"."""
+    if isinstance(exc, _UNAVAILABLE_ERRORS):
+        return True
+    return isinstance(exc, ErrorMessage) and exc.code in _UNAVAILABLE_CODES
+
 
 Params = Sequence[Any] | dict[str, Any] | None
 
@@ -365,7 +379,9 @@ class Database:
             self._preparing[cql] = pending
         try:
             ready: PreparedStatement = await asyncio.shield(pending)
-        except _UNAVAILABLE_ERRORS as exc:
+        except Exception as exc:
+            if not unavailable(exc):
+                raise
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
         finally:
             self._preparing.pop(cql, None)
@@ -438,7 +454,9 @@ class Database:
         self._in_flight.add(future)
         try:
             return await future
-        except _UNAVAILABLE_ERRORS as exc:
+        except Exception as exc:
+            if not unavailable(exc):
+                raise
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
         finally:
             self._in_flight.discard(future)
@@ -498,7 +516,9 @@ class Database:
         span = spans.start(statement, self.keyspace, batched) if spans is not None else None
         try:
             response = self.session.execute_async(statement, paging_state=paging_state)
-        except _UNAVAILABLE_ERRORS as exc:
+        except Exception as exc:
+            if not unavailable(exc):
+                raise
             if span is not None:
                 _end_span(span, None, exc)
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc

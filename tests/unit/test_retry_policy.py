@@ -1,4 +1,5 @@
-"""Which statements the driver may send again after their answer was lost (``gateway/db/retry.py``).
+"""Which statements the driver may send again after their answer was lost (``gateway/db/retry.py``),
+and which of its errors mean "cannot answer now" (``gateway/db/session.py``).
 
 Every statement the gateway runs is classified by its text; here the classification is held
 to what the statement does, read independently: a condition (a lightweight transaction) or
@@ -14,10 +15,18 @@ from pathlib import Path
 from cassandra import ConsistencyLevel, WriteType
 from cassandra.connection import ConnectionShutdown
 from cassandra.policies import RetryPolicy
-from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessage, ServerError
+from cassandra.protocol import (
+    ErrorMessage,
+    InvalidRequestException,
+    IsBootstrappingErrorMessage,
+    OverloadedErrorMessage,
+    ServerError,
+    SyntaxException,
+)
 from cassandra.query import SimpleStatement
 
 from gateway.db.retry import GatewayRetryPolicy, all_idempotent, is_idempotent
+from gateway.db.session import unavailable
 from tests import cql_audit
 
 CQL = Path(__file__).resolve().parents[2] / "cql"
@@ -91,3 +100,24 @@ def test_an_idempotent_write_that_timed_out_is_sent_once_more_and_others_are_not
         assert policy.on_write_timeout(lwt, quorum, write_type, 2, 1, 0) == (RetryPolicy.RETHROW, None)
     # The batch log's own write: retried as the driver does.
     assert policy.on_write_timeout(lwt, quorum, WriteType.BATCH_LOG, 2, 1, 0) == (RetryPolicy.RETRY, quorum)
+
+
+def test_answers_that_mean_cannot_answer_now_become_unavailable_and_mistakes_do_not() -> None:
+    """Among them the ones cassandra-driver 3.30 delivers as a bare error message: a
+    coordinator's server error, and protocol v5's "CAS write result unknown" (0x1700)."""
+    unknown_cas = ErrorMessage(
+        0x1700, "CAS operation result is unknown - proposal accepted by 1 but not a quorum.", None
+    )
+    for error in (
+        unknown_cas,
+        ServerError(0x0000, "java.lang.IllegalArgumentException: Unknown CF", None),
+        ConnectionShutdown("closed"),
+        OverloadedErrorMessage(0x1001, "busy", None),
+    ):
+        assert unavailable(error), error
+    for mistake in (
+        InvalidRequestException(0x2200, "unconfigured table", None),
+        SyntaxException(0x2000, "line 1:0", None),
+        ValueError("a bug"),
+    ):
+        assert not unavailable(mistake), mistake
