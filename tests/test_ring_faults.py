@@ -265,7 +265,7 @@ async def kill_under_load(ring: CassandraRing, cluster: Cluster, number: int) ->
 
 def unavailable_kind(line: str) -> str:
     """What a gateway's "Cassandra unavailable" log line says went wrong, in a few words."""
-    if match := re.search(r"'write_type': '(\w+)'", line):
+    if match := re.search(r"write_type\W+(\w+)", line):  # quoted, or quoted and escaped
         return f"write timeout ({match[1]})"
     for needle, kind in (
         ("code=1700", "lightweight transaction's result unknown"),
