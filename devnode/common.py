@@ -172,6 +172,19 @@ def launch_detached(what: str, args: list[str], log: Path, cwd: Path) -> int:
         raise DevNodeError(f"Could not start {what}: {detail}") from exc
 
 
+def kill(name: str, pid: int) -> None:
+    """SIGKILL, as a crash or the kernel's OOM killer would: no drain, no flush, no goodbye to
+    peers. Returns once the process is gone."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    except PermissionError as exc:
+        raise DevNodeError(f"Not allowed to kill {name} (pid {pid}): {exc}") from exc
+    if not wait_exit(pid, 10.0):
+        raise DevNodeError(f"{name} (pid {pid}) survived SIGKILL")
+
+
 def terminate(name: str, pid: int, timeout: float, progress: Progress) -> None:
     """SIGTERM, then SIGKILL after timeout; returns once the process is gone."""
     try:

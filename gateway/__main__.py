@@ -1,6 +1,7 @@
-"""Command line: ``gateway serve [--workers N] | cassandra start|stop|status [--nodes N] [--node I] |
-redis start|stop|status | migrate | schema | seed | settings [--markdown]``, the counter
-repairs ``mail-recount`` and ``blog-recount``, and ``backfill [<domain> ...]``.
+"""Command line: ``gateway serve [--workers N] | cassandra start|stop|kill|status [--nodes N]
+[--node I] | redis start|stop|status | migrate | schema | seed | settings [--markdown]``, the
+counter repairs ``mail-recount``, ``blog-recount`` and ``rooms-recount``, and
+``backfill [<domain> ...]``.
 
 The ``cassandra`` and ``redis`` commands, and the others without contact points, use the
 development tooling in ``devnode`` and its settings (``gateway.settings.tooling``); both are
@@ -168,6 +169,8 @@ def cmd_cassandra(settings: Settings, action: str, nodes: int | None, node: int 
     """The single node, or with ``--nodes N`` / ``--node I`` the local ring (or one member of it)."""
     if nodes is not None and nodes < 1:
         raise _CommandFailed(f"--nodes must be 1 or more, got {nodes}")
+    if action == "kill" and node is None:
+        raise _CommandFailed("kill needs --node I: it kills one member of the local ring")
     if node is not None or (nodes or 1) > 1:
         return _cmd_ring(settings, action, nodes or 3, node)
     tooling = _tooling()
@@ -199,6 +202,8 @@ def _cmd_ring(settings: Settings, action: str, nodes: int, node: int | None) -> 
             ring.start_node(node or 1)
         elif action == "stop":
             ring.stop(node)
+        elif action == "kill" and node is not None:
+            ring.kill(node)
         members = [ring.node(node)] if node is not None else ring.members
         statuses = [member.status() for member in members]
     for member, status in zip(members, statuses, strict=True):
@@ -252,6 +257,16 @@ def cmd_mail_recount(settings: Settings, login: str) -> int:
     db, _ = _connected(settings)
     try:
         return asyncio.run(recount(db, settings, login))
+    finally:
+        db.shutdown()
+
+
+def cmd_rooms_recount(settings: Settings, names: list[str]) -> int:
+    from gateway.rooms.recount import recount
+
+    db, _ = _connected(settings)
+    try:
+        return asyncio.run(recount(db, settings, names))
     finally:
         db.shutdown()
 
@@ -319,7 +334,11 @@ def main(argv: list[str] | None = None) -> int:
     cassandra = sub.add_parser(
         "cassandra", help="manage the embedded Cassandra node, or a local ring of several (--nodes)"
     )
-    cassandra.add_argument("action", choices=["start", "stop", "status"])
+    cassandra.add_argument(
+        "action",
+        choices=["start", "stop", "kill", "status"],
+        help="kill: SIGKILL one ring member (--node I), as a crash would; start brings it back",
+    )
     cassandra.add_argument(
         "--nodes",
         type=int,
@@ -340,6 +359,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     recount = sub.add_parser("mail-recount", help="rebuild a user's unread mail counters from the folders")
     recount.add_argument("login")
+    rooms_recount = sub.add_parser(
+        "rooms-recount", help="set rooms' participant counts to their participant rows"
+    )
+    rooms_recount.add_argument("names", nargs="*", help="rooms to recount (default: every room)")
     blog_recount = sub.add_parser(
         "blog-recount", help="rebuild comment and post counters from the stored comments and posts"
     )
@@ -404,6 +427,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return cmd_backfill(settings, args.domains)
     if args.command == "mail-recount":
         return cmd_mail_recount(settings, args.login)
+    if args.command == "rooms-recount":
+        return cmd_rooms_recount(settings, args.names)
     if args.command == "backfill":
         return cmd_backfill(settings, args.domains)
     return cmd_schema(settings)

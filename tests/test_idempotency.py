@@ -39,6 +39,7 @@ ROOM_MESSAGES = (
 )
 SEND_EMAIL = """mutation($input: EmailInput!) { sendEmail(input: $input) { id subject } }"""
 INBOX = """{ me { folder(label: "inbox") { unreadCount emails(first: 50) { nodes { id subject } } } } }"""
+SENT = """{ me { folder(label: "sent") { emails(first: 50) { nodes { id subject } } } } }"""
 SEND_MESSAGE = """mutation($to: String!, $content: String!, $key: String) {
   sendMessage(to: $to, content: $content, clientMessageId: $key) { id content } }"""
 CONVERSATION = """query($with: String!) { me { conversation(with: $with) {
@@ -182,6 +183,61 @@ async def test_email_retried_after_a_lost_answer_is_delivered_and_counted_once(
     again = (await api.ok(SEND_EMAIL, variables, token=sender.token))["sendEmail"]
     assert again == retry.result["sendEmail"]
     assert (await api.ok(INBOX, token=recipient.token))["me"]["folder"] == inbox
+
+
+async def test_an_email_whose_retry_lost_its_answer_while_filing_is_filed_and_counted_by_the_next(
+    api: Api, app: web.Application, flaky: tuple[Api, TcpProxy]
+) -> None:
+    """The first request stores the email and loses its answer; the retry loses its own
+    while filing the email in the inbox. The third request must still file it everywhere
+    (the sender's sent folder too) and count it once: the key must not count as done for
+    an email not filed."""
+    via_proxy, proxy = flaky
+    sender, recipient = await api.sign_up("refile"), await api.sign_up("refileto")
+    marker = f"mail-{uuid.uuid4().hex}"
+    variables = {
+        "input": {"to": [recipient.login], "subject": marker, "body": "b", "clientMutationId": key()}
+    }
+    db = app[SERVICES].db
+
+    async def stored() -> bool:
+        rows = await db.execute_all(
+            "SELECT subject FROM emails WHERE sender = ? ALLOW FILTERING", (sender.login,)
+        )
+        return any(r["subject"] == marker for r in rows)
+
+    async def in_inbox() -> bool:
+        rows = await db.execute_all(
+            "SELECT subject FROM emails_by_user_folder WHERE username = ? AND label = 'inbox'"
+            " ALLOW FILTERING",
+            (recipient.login,),
+        )
+        return any(r["subject"] == marker for r in rows)
+
+    for applied in (stored, in_inbox):  # the email's own row, then (retried) its inbox row
+        while True:
+            sent = proxy.hold_answers_after(marker.encode())
+            attempt = asyncio.create_task(via_proxy.call(SEND_EMAIL, variables, token=sender.token))
+            went = asyncio.create_task(sent.wait())
+            await asyncio.wait({attempt, went}, return_when=asyncio.FIRST_COMPLETED)
+            went.cancel()
+            if sent.is_set():
+                break
+            assert_unavailable_retry_safe(await attempt)  # not reconnected yet: nothing was sent
+            await asyncio.sleep(0.25)
+        await eventually(applied, "the write reached Cassandra")
+        await proxy.cut()
+        assert_unavailable_retry_safe(await attempt)
+        await proxy.start()
+
+    done = (await api.ok(SEND_EMAIL, variables, token=sender.token))["sendEmail"]
+    inbox = (await api.ok(INBOX, token=recipient.token))["me"]["folder"]
+    assert [(stored_id(n["id"]), n["subject"]) for n in inbox["emails"]["nodes"]] == [
+        (stored_id(done["id"]), marker)
+    ]
+    assert inbox["unreadCount"] == 1
+    outbox = (await api.ok(SENT, token=sender.token))["me"]["folder"]["emails"]["nodes"]
+    assert [stored_id(n["id"]) for n in outbox] == [stored_id(done["id"])]
 
 
 async def test_room_message_retried_after_a_lost_answer_is_stored_once(

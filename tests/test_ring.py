@@ -12,14 +12,10 @@ a lock on it from start to end, and leaves every node running.
 from __future__ import annotations
 
 import asyncio
-import fcntl
-import os
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -28,18 +24,18 @@ from devnode.cassandra import CassandraRing
 from gateway.db.migrations import drop_keyspace
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
-from gateway.settings.tooling import ToolingSettings
 from tests.cli import run_cli
 from tests.client import Account, Api, Response
-from tests.conftest import GENEROUS_LIMITS, start_server
+from tests.conftest import start_server
+from tests.ring_support import REQUEST_TIMEOUT, ring, ring_settings
 from tests.test_messenger import CONVERSATION, SEND
 from tests.test_rooms import CREATE, HISTORY, JOIN, POST, USER_ROOMS, room_name
 
 pytestmark = pytest.mark.ring
 
-# A request against a ring that cannot answer must end well within this (never a hang).
-REQUEST_TIMEOUT = 5.0
 RECOVERY_SECONDS = 90.0
+
+__all__ = ["ring"]
 
 
 @contextmanager
@@ -51,42 +47,8 @@ def phase(name: str, timings: dict[str, float]) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-async def ring() -> AsyncIterator[CassandraRing]:
-    if os.environ.get("CASSANDRA_CONTACT_POINTS"):
-        pytest.skip("CASSANDRA_CONTACT_POINTS names a cluster; the local ring is not used")
-    ring = CassandraRing(ToolingSettings.from_env(), Settings.from_env().cassandra_port, nodes=3)
-    ring.home.mkdir(parents=True, exist_ok=True)
-    with (ring.home / ".test-lock").open("a") as lock:
-        await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
-        try:
-            started = time.monotonic()
-            await asyncio.to_thread(ring.start)
-            print(f"ring test: ring start: {time.monotonic() - started:.1f}s", file=sys.stderr)
-            yield ring
-        finally:
-            await asyncio.to_thread(ring.start)
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-@pytest.fixture(scope="module")
 async def ring_api(ring: CassandraRing) -> AsyncIterator[tuple[Api, Settings]]:
-    settings = replace(
-        Settings.from_env(),
-        contact_points=tuple(ring.hosts),
-        cassandra_port=ring.port,
-        keyspace=f"test_ring_{uuid.uuid4().hex[:12]}",
-        replication="SimpleStrategy:3",
-        request_timeout=REQUEST_TIMEOUT,
-        query_metrics=True,
-        argon2_time_cost=1,
-        argon2_memory_cost_kib=8192,
-        argon2_parallelism=1,
-        # A real cluster's secrets, for a keyspace that is thrown away.
-        contacts_identity_pepper=uuid.uuid4().hex + uuid.uuid4().hex,
-        url_signing_secret=uuid.uuid4().hex + uuid.uuid4().hex,
-        verification_webhook_url="http://127.0.0.1:9/codes",  # no code is asked for
-        **GENEROUS_LIMITS,
-    )
+    settings = ring_settings(ring, "test_ring")
     api, app, server = await start_server(settings)
     yield api, settings
     await asyncio.to_thread(drop_keyspace, app[SERVICES].db, settings.keyspace)

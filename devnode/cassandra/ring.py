@@ -113,6 +113,10 @@ class CassandraRing:
             for member in reversed(self.members):
                 member.stop(timeout)
 
+    def kill(self, index: int) -> None:
+        """Kill one member with SIGKILL (``CassandraNode.kill``); ``start_node`` brings it back."""
+        self.node(index).kill()
+
     def status(self) -> list[NodeStatus]:
         return [member.status() for member in self.members]
 
@@ -133,6 +137,56 @@ class CassandraRing:
                 seen = "; ".join(f"{host} sees {', '.join(bad)}" for host, bad in missing.items())
                 raise DevNodeError(f"The Cassandra ring did not settle within {timeout:.0f}s: {seen}.")
             time.sleep(1.0)
+
+    def settle_schema(self, timeout: float = 60.0) -> None:
+        """Returns once every member reports the same schema version. A member still apart
+        after ``timeout`` is restarted once (a node that missed a table's creation while it
+        was down can fail every schema merge after, until it reloads its schema from disk),
+        then the wait starts again; DevNodeError if it is still apart."""
+        for attempt in range(2):
+            deadline = time.monotonic() + timeout
+            while True:
+                versions = self._schema_versions()
+                counts: dict[str, int] = {}
+                for version in versions.values():
+                    counts[version] = counts.get(version, 0) + 1
+                if len(counts) == 1:
+                    return
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(1.0)
+            common = max(counts, key=lambda version: counts[version])
+            apart = [index for index, host in enumerate(self.hosts, 1) if versions.get(host) != common]
+            if attempt:
+                raise DevNodeError(f"Ring nodes {apart} disagree on the schema: {versions}.")
+            self._progress(f"ring nodes {apart} disagree on the schema after {timeout:.0f}s; restarting them")
+            for index in apart:
+                self.stop(index)
+            self.start()
+
+    def _schema_versions(self) -> dict[str, str]:
+        """Each member's own schema version, asked over CQL ("no answer" when it gives none)."""
+        from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+        from cassandra.policies import WhiteListRoundRobinPolicy
+
+        versions: dict[str, str] = {}
+        for host in self.hosts:
+            only_this = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]))
+            cluster = Cluster(
+                [host],
+                port=self.port,
+                protocol_version=5,
+                execution_profiles={EXEC_PROFILE_DEFAULT: only_this},
+                connect_timeout=5,
+            )
+            try:
+                row = cluster.connect().execute("SELECT schema_version FROM system.local", timeout=5).one()
+                versions[host] = str(row.schema_version)
+            except Exception as exc:  # the driver's request errors share no base class worth naming
+                versions[host] = f"no answer ({type(exc).__name__})"
+            finally:
+                cluster.shutdown()
+        return versions
 
     def _not_normal(self) -> dict[str, list[str]]:
         """For each member that does not (yet) see the whole ring NORMAL: what it sees instead."""

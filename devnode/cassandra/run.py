@@ -26,6 +26,7 @@ from devnode.common import (
     DevNodeError,
     Progress,
     cmdline,
+    kill,
     launch_detached,
     live_pid,
     locked,
@@ -134,6 +135,23 @@ class CassandraNode:
                 self._terminate(pid, timeout)
                 self._pid_file.unlink(missing_ok=True)
                 self._progress(f"{self.name} stopped after {time.monotonic() - started:.0f}s")
+        except OSError as exc:
+            raise DevNodeError(f"{self.name} in {self.home}: {exc}") from exc
+
+    def kill(self) -> None:
+        """Kill the node with SIGKILL (a crash: no drain, no flush, its peers not told) and wait
+        until its ports are closed; ``start`` brings it back, replaying its commit log."""
+        try:
+            with locked(self.home, self._lock_file, self._progress):
+                pid = self._live_pid(clean=True)
+                if pid is None:
+                    self._progress(f"{self.name} is not running (home {self.home})")
+                    return
+                self._progress(f"killing {self.name} (pid {pid}) with SIGKILL")
+                kill(self.name, pid)
+                for port in (self.port, STORAGE_PORT):
+                    wait_port_closed(port, 10.0, host=self.host)
+                self._pid_file.unlink(missing_ok=True)
         except OSError as exc:
             raise DevNodeError(f"{self.name} in {self.home}: {exc}") from exc
 

@@ -24,6 +24,7 @@ from devnode.common import (
     DevNodeError,
     Progress,
     cmdline,
+    kill,
     launch_detached,
     live_pid,
     locked,
@@ -136,6 +137,22 @@ class RedisServer:
                 wait_port_closed(self.port, 10.0)
                 self._pid_file.unlink(missing_ok=True)
                 self._progress(f"Redis stopped after {time.monotonic() - started:.0f}s")
+        except OSError as exc:
+            raise DevNodeError(f"Local Redis in {self.home}: {exc}") from exc
+
+    def kill(self) -> None:
+        """Kill the server with SIGKILL (a crash: every connection cut, every key gone, as
+        nothing is persisted) and wait until its port is closed; ``start`` starts a fresh one."""
+        try:
+            with locked(self.home, self._lock_file, self._progress):
+                pid = self._live_pid(clean=True)
+                if pid is None:
+                    self._progress(f"Redis is not running (home {self.home})")
+                    return
+                self._progress(f"killing Redis (pid {pid}) with SIGKILL")
+                kill("Redis", pid)
+                wait_port_closed(self.port, 10.0)
+                self._pid_file.unlink(missing_ok=True)
         except OSError as exc:
             raise DevNodeError(f"Local Redis in {self.home}: {exc}") from exc
 

@@ -13,9 +13,21 @@ one Redis never hear each other.
 When the subscriber connection is lost (an error, or no answer to a PING for
 two intervals), every local subscription ends with :class:`BrokerUnavailable`
 (``UNAVAILABLE``: the client resubscribes), new subscriptions are refused the
-same way, and publishes are logged and dropped, while queries and mutations go
-on. The connection is retried with jittered exponential back-off; once it is
-back, ``state`` is ``ok`` and subscriptions work again.
+same way, while queries and mutations go on. The connection is retried with
+jittered exponential back-off; once it is back, ``state`` is ``ok`` and
+subscriptions work again.
+
+Publishing does not wait for this process's subscriber connection: an event is
+sent whenever the broker answers, and logged and dropped when it does not. The
+processes reconnect at different moments (each with its own back-off), and a
+process that dropped its events until its own subscriber was back would drop
+them while another process, back already, had subscribers live again: they
+would miss those events without their subscription ending, a gap no resume
+could see. A broker that refuses the connection costs each publish a refused
+connect on the loopback or LAN; one that does not answer costs a publish the
+timeout, after which publishing pauses for ``PUBLISH_PAUSE`` seconds (events
+dropped meanwhile), so a silent broker costs one timeout per pause, not one
+per mutation.
 
 ``close(channel)`` is itself a message on the channel, so it ends the
 channel's subscriptions in every process, after what was published before it.
@@ -43,6 +55,8 @@ from gateway.tracing import Tracer
 log = logging.getLogger(__name__)
 
 _CLOSE_FRAME = b'{"close":1}'
+#: Seconds publishing pauses after a publish the broker did not answer in time.
+PUBLISH_PAUSE = 1.0
 
 
 class _Lost:
@@ -88,7 +102,14 @@ class RedisPubSub:
         self._runner: asyncio.Task[None] | None = None
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
-        self._publisher = self._client(max_connections=16)
+        # One retry: a pooled connection the broker's restart closed fails its first use
+        # (the command never reached the new broker), and dropping that event would leave a
+        # gap in subscriptions that are live again. Were a publish's answer lost after the
+        # broker ran it (a connection cut in between), the retry would deliver that event
+        # twice: rarer, and visible (every event carries its id), where a gap is not.
+        self._publisher = redis_client(self.url, max_connections=16, timeout=timeout, retries=1)
+        #: Loop time until which publishes are dropped unsent (after a timeout).
+        self._paused_until = 0.0
         self.tracer: Tracer | None = None
 
     def _client(self, max_connections: int = 2) -> aioredis.Redis:
@@ -134,13 +155,17 @@ class RedisPubSub:
         self._spawn(self._send(channel, _CLOSE_FRAME))
 
     async def _send(self, channel: str, data: bytes) -> None:
-        if self._state != "ok":
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._paused_until:
             log.warning("broker unreachable; event on %s dropped", channel)
             return
         try:
             async with asyncio.timeout(self._timeout):
                 await self._publisher.publish(self._prefix + channel, data)
-        except (RedisError, OSError, TimeoutError) as exc:
+        except TimeoutError:
+            self._paused_until = loop.time() + PUBLISH_PAUSE
+            log.warning("broker publish on %s timed out; event dropped, publishing paused", channel)
+        except (RedisError, OSError) as exc:
             log.warning("broker publish on %s failed (%s); event dropped", channel, exc)
 
     # -- subscribing -----------------------------------------------------------

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
-from gateway.broker.pubsub import PubSub
+from gateway.broker.pubsub import BrokerUnavailable, PubSub
 from gateway.contacts.events import FANOUT_CHANNEL, Discovery, contacts_channel
 from gateway.contacts.job_store import FanoutJobs
 from gateway.contacts.records import SHARDS, Job, JobKey
@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 #: Jobs read from each shard per look.
 SCAN_LIMIT = 20
+#: Seconds before the nudges' channel is subscribed again after the broker ended it.
+RESUBSCRIBE_SECONDS = 1.0
 
 
 class FanoutWorker:
@@ -54,14 +56,25 @@ class FanoutWorker:
     async def run(self, ready: asyncio.Event) -> None:
         """Work jobs until cancelled; starts once Cassandra is ready."""
         await ready.wait()
-        async with self.pubsub.subscribe(FANOUT_CHANNEL) as nudges:
-            listener = asyncio.create_task(self._listen(nudges))
-            try:
-                await self._loop()
-            finally:
-                await cancel_and_wait(listener, what="the fan-out listener")
+        listener = asyncio.create_task(self._listen())
+        try:
+            await self._loop()
+        finally:
+            await cancel_and_wait(listener, what="the fan-out listener")
 
-    async def _listen(self, nudges: AsyncIterator[Any]) -> None:
+    async def _listen(self) -> None:
+        """Hear nudges for the life of the worker. A lost broker ends the subscription (or
+        refuses it, at start): it is taken again every ``RESUBSCRIBE_SECONDS`` until the broker
+        is back, and meanwhile the look every ``poll`` seconds finds the jobs."""
+        while True:
+            try:
+                async with self.pubsub.subscribe(FANOUT_CHANNEL) as nudges:
+                    await self._hear(nudges)
+            except BrokerUnavailable:
+                pass
+            await asyncio.sleep(RESUBSCRIBE_SECONDS)
+
+    async def _hear(self, nudges: AsyncIterator[Any]) -> None:
         async for key in nudges:
             if isinstance(key, JobKey):
                 self._nudged[key] = None

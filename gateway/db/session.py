@@ -44,12 +44,13 @@ from cassandra.policies import (
     ExponentialReconnectionPolicy,
     TokenAwarePolicy,
 )
-from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessage
+from cassandra.protocol import ErrorMessage, IsBootstrappingErrorMessage, OverloadedErrorMessage
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, dict_factory
 
 from gateway.db.direct import DirectReads, is_read
 from gateway.db.driver_internals import next_page_state
 from gateway.db.loop_io import LoopConnection
+from gateway.db.retry import GatewayRetryPolicy, all_idempotent, is_idempotent
 from gateway.db.segments import ThreadConnection
 from gateway.settings import Settings
 from gateway.tracing import SpanKind, Tracer, failed
@@ -214,6 +215,20 @@ _UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionException,
     OSError,
 )
+#: The same, answered as a bare error message: a coordinator's unexpected failure (a node
+#: starting, or one missing a table it was just told of), a CDC write failure, and protocol
+#: v5's "CAS write result unknown" (0x1700: the proposal reached fewer replicas than a
+#: quorum, so it may or may not apply), which cassandra-driver 3.30 has no class for.
+_UNAVAILABLE_CODES = frozenset({0x0000, 0x1600, 0x1700})
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether a driver error means "cannot answer now" (:class:`CassandraUnavailable`)
+    rather than "the statement is wrong"."""
+    if isinstance(exc, _UNAVAILABLE_ERRORS):
+        return True
+    return isinstance(exc, ErrorMessage) and exc.code in _UNAVAILABLE_CODES
+
 
 Params = Sequence[Any] | dict[str, Any] | None
 
@@ -290,6 +305,8 @@ class Database:
             request_timeout=s.request_timeout,
             consistency_level=ConsistencyLevel.name_to_value[s.consistency],
             serial_consistency_level=ConsistencyLevel.name_to_value[s.serial_consistency],
+            # A statement whose answer was lost goes to the next host only if idempotent.
+            retry_policy=GatewayRetryPolicy(),
         )
         auth = PlainTextAuthProvider(username=s.username, password=s.password or "") if s.username else None
         cluster = Cluster(
@@ -361,15 +378,19 @@ class Database:
             pending = asyncio.ensure_future(loop.run_in_executor(None, prepare))
             self._preparing[cql] = pending
         try:
-            prepared = await asyncio.shield(pending)
-        except _UNAVAILABLE_ERRORS as exc:
+            ready: PreparedStatement = await asyncio.shield(pending)
+        except Exception as exc:
+            if not unavailable(exc):
+                raise
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
         finally:
             self._preparing.pop(cql, None)
         if is_read(cql):
             self._reads.add(cql)
-        self._prepared[cql] = prepared
-        return prepared
+        # Bound statements inherit it: whether the driver may send one again (``retry.py``).
+        ready.is_idempotent = is_idempotent(cql)
+        self._prepared[cql] = ready
+        return ready
 
     def _count(self, *, lwt_retries: int = 0, statements: int = 1) -> None:
         request = current_metrics.get()
@@ -433,7 +454,9 @@ class Database:
         self._in_flight.add(future)
         try:
             return await future
-        except _UNAVAILABLE_ERRORS as exc:
+        except Exception as exc:
+            if not unavailable(exc):
+                raise
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
         finally:
             self._in_flight.discard(future)
@@ -466,6 +489,7 @@ class Database:
     async def batch(self, statements: Sequence[tuple[str, Params]], *, logged: bool = True) -> Result:
         """Several writes in one round trip (a logged batch is applied all-or-nothing, eventually)."""
         batch = BatchStatement(batch_type=BatchType.LOGGED if logged else BatchType.UNLOGGED)
+        batch.is_idempotent = all_idempotent(cql for cql, _ in statements)
         for cql, params in statements:
             prepared = await self.prepare(cql)
             batch.add(prepared, params or ())
@@ -492,7 +516,9 @@ class Database:
         span = spans.start(statement, self.keyspace, batched) if spans is not None else None
         try:
             response = self.session.execute_async(statement, paging_state=paging_state)
-        except _UNAVAILABLE_ERRORS as exc:
+        except Exception as exc:
+            if not unavailable(exc):
+                raise
             if span is not None:
                 _end_span(span, None, exc)
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc

@@ -76,12 +76,13 @@ class MailService:
         """Store the email, claim its uploads, file it in each inbox and in the sender's sent.
 
         With ``client_key`` the email id is claimed under (sender, key) first
-        (``gateway/db/idempotency.py``). A retry that finds the email returns
-        it; if the first request stopped before its inbox counters moved, the
-        retry files it again (idempotent) and moves them, so they move once
-        (a request counts only after filing everywhere). A
-        retry's own attachments stay unclaimed and are cleaned up as any
-        abandoned upload.
+        (``gateway/db/idempotency.py``). A retry that finds the email files it
+        again everywhere (idempotent: the same rows and timestamps) and then
+        moves the inbox counters if no request of the key has, so they move
+        once, and only once it is filed everywhere: a request that stopped
+        while filing (the first, or a retry) leaves it to the next retry, never
+        a key that counts as done for an email not filed. A retry's own
+        attachments stay unclaimed and are cleaned up as any abandoned upload.
         """
         found = await self.find_users(recipients)
         unknown = [r for r, record in zip(recipients, found, strict=True) if record is None]
@@ -95,9 +96,9 @@ class MailService:
             if not claim.first:
                 stored = await self.store.email(email_id)
                 if stored is not None and stored.sender == login:
-                    if await self.keys.take_count(claim):
-                        # The first request stopped before counting, maybe before filing.
-                        await self.store.deliver(stored)
+                    # An earlier request may have stopped before filing it everywhere.
+                    retried = claim
+                    await self.store.deliver(stored, lambda: self.keys.take_count(retried))
                     return stored, Placement.delivered(stored, login)
         names = unique_filenames(u.filename for u in uploads)
         email = EmailRecord(

@@ -33,8 +33,9 @@ the one whose check reads last sees all of them, so the bound is never
 exceeded. At the edge, racers may all see too many and all undo; each tries
 again after a jittered delay (bounded, ``gateway.rooms.service``), so some get
 the places, and the rest get CONFLICT. A counter update whose answer is lost is not
-retried (it is not idempotent), so a count can drift after a timeout;
-``gateway backfill rooms`` is safe to re-run and never double counts.
+retried (it is not idempotent), so a count can end one off after a join or leave
+that answered ``UNAVAILABLE``; ``gateway rooms-recount`` sets it to the rows again
+(``gateway.rooms.recount``).
 """
 
 from __future__ import annotations
@@ -111,11 +112,35 @@ class MemberStore:
         return await retry_unknown_outcome(attempt)
 
     async def remove(self, room_id: UUID, login: str) -> bool:
-        """``DELETE ... IF EXISTS``: True when this call ended the membership."""
-        result = await self.db.execute(
-            "DELETE FROM room_participants WHERE room_id = ? AND login = ? IF EXISTS", (room_id, login)
-        )
-        return result.applied
+        """True when this call ended ``login``'s membership (False: not a participant).
+
+        The row is read, then deleted on the condition that it is still the membership read
+        (``IF joined_at = ?``), so that an attempt whose answer is lost can be sent again:
+        a retry that finds the row gone means the lost attempt applied (only the member's own
+        leaves delete it), and the caller moves the count once.
+        """
+        row = (
+            await self.db.execute(
+                "SELECT joined_at FROM room_participants WHERE room_id = ? AND login = ?", (room_id, login)
+            )
+        ).one()
+        if row is None:
+            return False
+        joined_at = row["joined_at"]
+        attempts = 0
+
+        async def attempt() -> bool:
+            nonlocal attempts
+            attempts += 1
+            result = await self.db.execute(
+                "DELETE FROM room_participants WHERE room_id = ? AND login = ? IF joined_at = ?",
+                (room_id, login, joined_at),
+            )
+            if result.applied:
+                return True
+            return attempts > 1 and (result.one() or {}).get("joined_at") is None
+
+        return await retry_unknown_outcome(attempt)
 
     async def is_participant(self, room_id: UUID, login: str) -> bool:
         row = (
@@ -150,6 +175,22 @@ class MemberStore:
 
     async def count(self, room_id: UUID) -> int:
         return (await self.counts([room_id])).get(room_id, 0)
+
+    async def recount(self, room_id: UUID) -> tuple[int, int]:
+        """Set the count to the participant rows (read ``CLEANUP_PAGE`` at a time) by moving
+        it by the difference; (count before, rows)."""
+        rows = 0
+        after: str | None = None
+        while True:
+            page = await self.participants(room_id, CLEANUP_PAGE, after)
+            rows += len(page.items)
+            if not page.has_next:
+                break
+            after = page.items[-1]
+        before = await self.count(room_id)
+        if before != rows:
+            await self.count_by(room_id, rows - before)
+        return before, rows
 
     async def counts(self, room_ids: Iterable[UUID]) -> dict[UUID, int]:
         """Participant counts by incarnation: one ``IN`` read per 100 ids."""

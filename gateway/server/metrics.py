@@ -17,11 +17,12 @@ label; later ones, and names that are not GraphQL names, count as ``other``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import hmac
 import os
 import re
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,9 +33,12 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    ProcessCollector,
     generate_latest,
 )
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
 #: The variable prometheus-client reads, at import, to write values to files.
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -83,6 +87,33 @@ class OperationNames:
 
 #: Set on a request once its WebSocket upgrade is answered (status 101).
 UPGRADED = web.RequestKey("websocket_upgraded", bool)
+
+
+class LoopCollector(Collector):
+    """``gateway_asyncio_tasks``: the tasks alive on the event loop that answers the scrape,
+    by the coroutine each runs (a function of the code: a bounded set of labels). Requests,
+    sockets, subscriptions and background work each hold tasks, so a count that keeps growing
+    across the same load is a leak, and its label says whose."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        try:
+            tasks = asyncio.all_tasks()
+        except RuntimeError:  # no running loop: collected outside a request
+            return
+        family = GaugeMetricFamily(
+            "gateway_asyncio_tasks",
+            "Tasks alive on the process's event loop, by coroutine",
+            labels=["coroutine"],
+        )
+        by_coroutine = collections.Counter(_coroutine_name(task) for task in tasks)
+        for name, count in sorted(by_coroutine.items()):
+            family.add_metric([name], count)
+        yield family
+
+
+def _coroutine_name(task: asyncio.Task[object]) -> str:
+    coroutine = task.get_coro()
+    return getattr(coroutine, "__qualname__", None) or type(coroutine).__name__
 
 
 class GatewayMetrics:
@@ -147,6 +178,11 @@ class GatewayMetrics:
         self.http_requests = Counter(
             "gateway_http_requests", "HTTP requests, by route and status", ["route", "status"], registry=r
         )
+        # The process's own numbers (resident memory, open files, CPU) and its loop's tasks.
+        # One process's alone: with --workers the scrape adds up the workers' files instead,
+        # where these would be only the answering worker's, so they are left out there.
+        ProcessCollector(registry=r)
+        r.register(LoopCollector())
 
     # -- hooks for other parts ------------------------------------------------
 
