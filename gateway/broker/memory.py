@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +30,8 @@ class InProcessPubSub:
     def __init__(self, queue_size: int = 1000) -> None:
         self._queue_size = queue_size
         self._subscribers: dict[str, set[asyncio.Queue[Any]]] = defaultdict(set)
+        #: Told, for each event a subscriber takes, the seconds since it was published.
+        self.lag_listener: Callable[[float], None] | None = None
 
     @property
     def state(self) -> BrokerState:
@@ -42,9 +45,10 @@ class InProcessPubSub:
             self.close(channel)
 
     async def publish(self, channel: str, message: Any) -> None:
+        item = (message, time.monotonic())
         for queue in list(self._subscribers.get(channel, ())):
             try:
-                queue.put_nowait(message)
+                queue.put_nowait(item)
             except asyncio.QueueFull:
                 log.warning("subscriber of %s fell behind; ending its subscription", channel)
                 self._end(channel, queue)
@@ -82,9 +86,12 @@ class InProcessPubSub:
 
         async def messages() -> AsyncIterator[Any]:
             while True:
-                message = await queue.get()
-                if message is _CLOSED:
+                item = await queue.get()
+                if item is _CLOSED:
                     return
+                message, at = item
+                if self.lag_listener is not None:
+                    self.lag_listener(time.monotonic() - at)
                 yield message
 
         try:

@@ -17,8 +17,9 @@ from gateway.errors import BrokerUnavailable
 
 __all__ = ["BrokerState", "BrokerUnavailable", "PubSub"]
 
-#: ``in-process``: no broker; ``ok``: the broker answers; ``unreachable``: it does not (yet).
-BrokerState = Literal["in-process", "ok", "unreachable"]
+#: ``in-process``: no broker; ``ok``: the broker answers; ``degraded``: some shards of a Redis
+#: Cluster answer, not all (their channels are unavailable); ``unreachable``: it does not (yet).
+BrokerState = Literal["in-process", "ok", "degraded", "unreachable"]
 
 
 class PubSub(Protocol):

@@ -83,7 +83,7 @@ return {1, '0'}
 class RedisRateLimiter:
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: aioredis.Redis | aioredis.RedisCluster,
         *,
         namespace: str,
         retry_after: float = 1.0,
