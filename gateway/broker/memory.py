@@ -105,9 +105,16 @@ class MemoryPresenceBoard:
 
     def __init__(self) -> None:
         self._joined: Counter[str] = Counter()
+        #: Told how many users have a socket open here, at every change.
+        self.claims_listener: Callable[[int], None] | None = None
+
+    def _claimed(self) -> None:
+        if self.claims_listener is not None:
+            self.claims_listener(len(self._joined))
 
     async def join(self, login: str) -> bool:
         self._joined[login] += 1
+        self._claimed()
         return self._joined[login] == 1
 
     async def leave(self, login: str) -> bool:
@@ -115,6 +122,7 @@ class MemoryPresenceBoard:
         if self._joined[login] > 0:
             return False
         del self._joined[login]
+        self._claimed()
         return True
 
     async def online(self, logins: Iterable[str]) -> dict[str, datetime | None]:
@@ -125,3 +133,4 @@ class MemoryPresenceBoard:
 
     async def aclose(self) -> None:
         self._joined.clear()
+        self._claimed()

@@ -28,6 +28,7 @@ from redis.asyncio.cluster import ClusterNode, ClusterPipeline
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisClusterException
 
 from gateway.settings.values import ClusterUrl, cluster_url
 from gateway.tasks import finish_within
@@ -82,7 +83,7 @@ class BoundedCluster(aioredis.RedisCluster):
             self._bound.release()
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-        async with self.bounded():
+        async with self.bounded(), _as_redis_errors():
             return await super().execute_command(*args, **kwargs)
 
     def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> ClusterPipeline:
@@ -97,8 +98,24 @@ class _BoundedPipeline(ClusterPipeline):
         self._bounded = client
 
     async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> list[Any]:
-        async with self._bounded.bounded():
+        async with self._bounded.bounded(), _as_redis_errors():
             return await super().execute(raise_on_error, allow_redirections)
+
+
+@contextlib.asynccontextmanager
+async def _as_redis_errors() -> AsyncIterator[None]:
+    """The cluster client's own failures (no master reachable, a slot no master serves) are
+    not ``RedisError``s; its callers handle a lost broker as one, so they become one. So does
+    a write on a connection torn down under it, which redis-py 8.1 leaks as the transport's
+    ``AttributeError``/``TypeError`` on ``None`` (redis/redis-py#4287)."""
+    try:
+        yield
+    except RedisClusterException as exc:
+        raise RedisConnectionError(f"Redis Cluster: {exc}") from exc
+    except (AttributeError, TypeError) as exc:
+        if "NoneType" not in str(exc):
+            raise
+        raise RedisConnectionError(f"connection lost while in use ({exc})") from exc
 
 
 def cluster_client(
