@@ -46,6 +46,9 @@ async def _brokered(make_server: Any, server: Broker, **overrides: Any) -> tuple
 async def _keys(url: str, pattern: str) -> dict[str, int]:
     """The keys matching ``pattern``, each with its time to live in milliseconds."""
     async with connection(url) as client:
+        if "*" not in pattern:  # one key: asked of its own master, no scan of every key
+            ttl = await client.pttl(pattern)
+            return {} if ttl == -2 else {pattern: ttl}
         return {key.decode(): await client.pttl(key) async for key in client.scan_iter(pattern)}
 
 
