@@ -131,8 +131,11 @@ _NODE = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
 def cluster_url(text: str) -> ClusterUrl | None:
     """The cluster a ``redis+cluster://`` URL names; None for any other URL. Raises
     ``ValueError`` for a cluster URL that names no node or a malformed one."""
-    if not re.match(r"rediss?\+cluster://", text):
+    prefix = re.match(r"rediss?\+cluster://", text)
+    if prefix is None:
         return None
+    if text[prefix.end() :] in ("", "/", "/0"):
+        raise ValueError("it names no node")
     match = _CLUSTER_URL.fullmatch(text)
     if match is None:
         raise ValueError("a cluster URL has no path but /0, no query and no fragment")
