@@ -47,6 +47,7 @@ from gateway.ratelimit.redis_limiter import RedisRateLimiter
 from gateway.rooms.member_store import MemberStore
 from gateway.schema import build_schema, event_codec
 from gateway.settings import Settings
+from gateway.tracing import Tracer
 from gateway.users.presence import Presence
 from gateway.users.presence_store import PresenceStore
 from gateway.users.store import SessionStore
@@ -54,7 +55,10 @@ from gateway.users.store import SessionStore
 #: Seconds a rate-limit or persisted-query call may wait for the broker.
 BROKER_CALL_TIMEOUT = 1.0
 #: Seconds a burst of such calls may wait for one of the process's 64 broker connections.
-BROKER_POOL_WAIT = 5.0
+#: Long: a busy broker is not a lost one. A lost one does not make callers wait here
+#: (a connection that cannot be made frees its slot within BROKER_CALL_TIMEOUT); a burst
+#: on a starved machine can, and must not be refused for it.
+BROKER_POOL_WAIT = 30.0
 
 
 class Worker(Protocol):
@@ -129,21 +133,27 @@ def compose(
     db: Database | None = None,
     pubsub: PubSub | None = None,
     schema: strawberry.Schema | None = None,
+    tracer: Tracer | None = None,
 ) -> Composition:
     """Every part of a gateway process over ``settings``; ``schema`` replaces the composed
-    one (for tests that need a field no public schema has)."""
+    one (for tests that need a field no public schema has). ``tracer``: the spans of CQL
+    statements, operations, publishes and live deliveries (None: tracing is off)."""
     db = db or Database(settings)
+    db.tracer = tracer
     sessions = SessionStore(db, settings)
     shared = broker_client(settings)
     trusted = settings.trusted_proxies
+    pubsub = pubsub or pubsub_of(settings)
+    pubsub.tracer = tracer
     services = Services(
         settings=settings,
         db=db,
-        pubsub=pubsub or pubsub_of(settings),
+        pubsub=pubsub,
         authenticate=sessions.login_of,
         session_of=sessions.active,
         limiter=limiter_of(shared, settings),
         address_of=lambda request: request_address_key(request, trusted),
+        tracer=tracer,
     )
     fanout = FanoutWorker(services.store(ContactDirectory).store, services.pubsub, settings)
     schema = schema or build_schema(settings)
@@ -157,7 +167,7 @@ def compose(
         return context
 
     services.live = LiveHub(
-        services.pubsub, graphql_schema(schema), event_context, schema.execution_context_class
+        services.pubsub, graphql_schema(schema), event_context, schema.execution_context_class, tracer=tracer
     )
     presence = Presence(
         board_of(shared, settings),

@@ -163,7 +163,12 @@ def build_schema(settings: Settings | None = None, *, plain_fields: bool | None 
         # from it, carry the codes errors hold (see its description).
         types=[ErrorCode],
         scalar_overrides=SCALAR_OVERRIDES,
-        config=StrawberryConfig(batching_config={"max_operations": BATCH_CEILING}),
+        config=StrawberryConfig(
+            batching_config={"max_operations": BATCH_CEILING},
+            # @defer and @stream (queries over HTTP, multipart/mixed: gateway/http/incremental.py);
+            # a document without them still executes, and answers, as a plain ExecutionResult.
+            enable_experimental_incremental_execution=True,
+        ),
         execution_context_class=PlainFieldsExecutor if plain_fields else None,
         extensions=[
             Observed,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 import pytest
+import redis
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode
 
@@ -126,15 +127,24 @@ async def master_of(url: str, channel: str) -> str:
 
 async def subscribers(url: str, channel: str) -> int:
     """How many connections are subscribed to ``channel`` (one per gateway process): on one
-    Redis by ``PUBSUB NUMSUB``, on a cluster by ``PUBSUB SHARDNUMSUB`` on its slot's master."""
-    async with connection(url) as client:
-        if isinstance(client, aioredis.RedisCluster):
-            await client.initialize()
-            node = client.get_node_from_key(channel)
-            [(_, count)] = await client.pubsub_shardnumsub(channel, target_nodes=node)
-        else:
+    Redis by ``PUBSUB NUMSUB``; on a cluster by ``PUBSUB SHARDNUMSUB``, asked of every master
+    that answers (only the slot's master has any, and a stopped one has none)."""
+    cluster = cluster_url(url)
+    if cluster is None:
+        async with connection(url) as client:
             [(_, count)] = await client.pubsub_numsub(channel)
-        return int(count)
+            return int(count)
+    total = 0
+    for host, port in cluster.nodes:
+        node = aioredis.Redis(host=host, port=port, socket_connect_timeout=1.0)
+        try:
+            [(_, count)] = await node.pubsub_shardnumsub(channel)
+            total += int(count)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            pass
+        finally:
+            await node.aclose()
+    return total
 
 
 async def wait_subscribers(url: str, channel: str, count: int) -> None:

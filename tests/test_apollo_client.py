@@ -77,3 +77,8 @@ async def test_apollo_client_scenario(api: Api, tmp_path: Path) -> None:
     # BatchHttpLink: three queries, one request carrying an array of three.
     assert report["batch"]["requests"] == [{"method": "POST", "batch": 3, "hasQuery": True, "hash": None}]
     assert report["batch"]["answers"] == [True, True, True]
+    # @defer: the header first (the messages still streaming), then everything.
+    first, *_, last = report["defer"]
+    assert first["dataState"] == "streaming" and first["messages"] is None
+    assert last["dataState"] == "complete"
+    assert {"one", "two"} <= set(last["messages"])

@@ -73,6 +73,13 @@ async def test_responses_carry_cors_headers_for_listed_origins_only(cors_api: Ap
                 assert r.headers[hdrs.ACCESS_CONTROL_ALLOW_ORIGIN] == origin
                 assert "Origin" in r.headers[hdrs.VARY]
                 assert "Content-Disposition" in r.headers[hdrs.ACCESS_CONTROL_EXPOSE_HEADERS]
+                assert "X-Request-Id" in r.headers[hdrs.ACCESS_CONTROL_EXPOSE_HEADERS]
+        # A cached GET answer varies with the origin too.
+        async with http.get(
+            cors_api.url, params={"query": "{ __typename }"}, headers={hdrs.ORIGIN: APP}
+        ) as r:
+            assert r.headers[hdrs.VARY] == "Accept, Accept-Encoding, Authorization, Origin"
+            assert "ETag" in r.headers[hdrs.ACCESS_CONTROL_EXPOSE_HEADERS]
         async with http.post(cors_api.url, json=TYPENAME, headers={hdrs.ORIGIN: OTHER}) as r:
             assert (await r.json())["data"] == {"__typename": "Query"}
             assert hdrs.ACCESS_CONTROL_ALLOW_ORIGIN not in r.headers

@@ -10,18 +10,27 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
+from aiohttp import web
 
+from gateway.server.app import SERVICES
 from tests.client import Api
 from tests.js_runner import run_node
 
 
-async def test_graphiql_runs_a_query_shows_the_docs_and_receives_a_subscription(api: Api) -> None:
+async def test_graphiql_runs_its_example_a_query_shows_the_docs_and_receives_a_subscription(
+    api: Api, app: web.Application
+) -> None:
+    from gateway.users.seed import seed_users
+
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.fail(
             "chromium is not installed: scripts/test installs Debian's chromium when root, "
             "otherwise `apt-get install chromium`"
         )
+    # The example signs in a demo user.
+    services = app[SERVICES]
+    await seed_users(services.db, services.settings)
     viewer = await api.sign_up("graphiqla", firstname="Grace")
     sender = await api.sign_up("graphiqlb")
     config = {
@@ -39,6 +48,13 @@ async def test_graphiql_runs_a_query_shows_the_docs_and_receives_a_subscription(
     )
 
     steps = report["steps"]
+    assert steps["example"] == {
+        "opensWithExample": True,
+        "signedIn": "alice",
+        "me": "alice",
+        "errors": [],
+        "atMs": steps["example"]["atMs"],
+    }
     assert steps["headers"]["typed"] is True
     assert steps["query"]["typed"] == "{ me { id user { login firstname } } }"
     assert steps["query"]["login"] == viewer.login and steps["query"]["errors"] is None

@@ -35,6 +35,8 @@ PAGE = """query($w: String!, $first: Int) {
   me { conversation(with: $w) { messages(first: $first) { edges { cursor node { id } } } } }
 }"""
 WAIT = 60
+#: Subscriptions started by the resuming clients, per document (printed: the test's scale).
+RESUMES: dict[str, int] = {}
 
 
 @contextlib.asynccontextmanager
@@ -174,6 +176,7 @@ async def _resuming_client(
     the last message it holds, until it holds ``total``."""
     rng = random.Random(seed)
     while len(got) < total:
+        RESUMES[query] = RESUMES.get(query, 0) + 1
         take = rng.randint(1, 25)
         async with api.websocket(account.token) as session:
             request = GraphQLRequest(query, variable_values={**variables, "after": after})
@@ -222,6 +225,7 @@ async def test_twenty_clients_dropping_and_resuming_get_every_direct_message_onc
     for got in holds:
         _same(got, sent)
     assert len(done) == len(clients)
+    print(f"20 clients, {total} messages, {RESUMES[DIRECT]} subscriptions (each after the last held)")
 
 
 async def test_twenty_clients_dropping_and_resuming_get_every_room_message_once_in_order(
@@ -251,3 +255,4 @@ async def test_twenty_clients_dropping_and_resuming_get_every_room_message_once_
     for got in holds:
         _same(got, sent)
     assert len(done) == len(clients)
+    print(f"20 clients, {total} room messages, {RESUMES[ROOM]} subscriptions (each after the last held)")

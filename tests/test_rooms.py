@@ -255,6 +255,31 @@ async def test_post_requires_a_participant_and_an_existing_room(api: Api) -> Non
     assert [m["content"] for m in await history(api, alice, name)] == [f"{alice.login} created the room"]
 
 
+async def test_a_non_member_previews_the_room_with_an_error_on_its_messages_only(api: Api) -> None:
+    alice = await api.sign_up("alice")
+    bob = await api.sign_up("bob")
+    name = await create_room(api, alice, banner="come in")
+    await post(api, alice, name, "members only")
+    preview = """query($n: String!) { room(name: $n) {
+      name banner participantCount participants(first: 5) { nodes { login } }
+      messages(first: 5) { nodes { content } } } }"""
+    for outsider, code in ((bob, "FORBIDDEN"), (None, "UNAUTHENTICATED")):
+        response = await api.call(preview, {"n": name}, token=outsider.token if outsider else None)
+        assert response.data == {
+            "room": {
+                "name": name,
+                "banner": "come in",
+                "participantCount": 1,
+                "participants": {"nodes": [{"login": alice.login}]},
+                "messages": None,
+            }
+        }
+        (error,) = response.errors
+        assert (error["extensions"]["code"], error["path"]) == (code, ["room", "messages"])
+    member = await api.ok(preview, {"n": name}, token=alice.token)
+    assert member["room"]["messages"]["nodes"][0]["content"] == "members only"
+
+
 async def test_create_conflicts_on_a_taken_name_and_exactly_one_racer_wins(api: Api) -> None:
     import asyncio
 

@@ -12,6 +12,8 @@ from aiohttp.test_utils import TestServer
 class CodeReceiver:
     def __init__(self) -> None:
         self.received: list[dict[str, Any]] = []
+        #: The W3C ``traceparent`` each delivery came with (None: none).
+        self.traceparents: list[str | None] = []
         #: HTTP status answered to the next deliveries (200 = accept).
         self.status = 200
         self.calls = 0
@@ -34,6 +36,7 @@ class CodeReceiver:
         if self.status != 200:
             return web.Response(status=self.status)
         self.received.append(await request.json())
+        self.traceparents.append(request.headers.get("traceparent"))
         return web.json_response({"accepted": True})
 
     def last_code(self, network: str, network_id: str) -> str:

@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from gateway.broker.pubsub import BrokerState
+from gateway.broker.pubsub import BrokerState, publishing
+from gateway.tracing import Tracer
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ class InProcessPubSub:
         self._subscribers: dict[str, set[asyncio.Queue[Any]]] = defaultdict(set)
         #: Told, for each event a subscriber takes, the seconds since it was published.
         self.lag_listener: Callable[[float], None] | None = None
+        self.tracer: Tracer | None = None
 
     @property
     def state(self) -> BrokerState:
@@ -45,6 +47,14 @@ class InProcessPubSub:
             self.close(channel)
 
     async def publish(self, channel: str, message: Any) -> None:
+        if self.tracer is None:
+            self._hand_out(channel, message)
+            return
+        with publishing(self.tracer, "gateway.in_process", channel) as span:
+            span.set_attribute("gateway.subscribers", self.subscriber_count(channel))
+            self._hand_out(channel, message)
+
+    def _hand_out(self, channel: str, message: Any) -> None:
         item = (message, time.monotonic())
         for queue in list(self._subscribers.get(channel, ())):
             try:

@@ -10,12 +10,13 @@ one gateway process; with several processes,
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal, Protocol
 
 from gateway.errors import BrokerUnavailable
+from gateway.tracing import Span, SpanKind, Tracer
 
-__all__ = ["BrokerState", "BrokerUnavailable", "PubSub"]
+__all__ = ["BrokerState", "BrokerUnavailable", "PubSub", "publishing"]
 
 #: ``in-process``: no broker; ``ok``: the broker answers; ``degraded``: some shards of a Redis
 #: Cluster answer, not all (their channels are unavailable); ``unreachable``: it does not (yet).
@@ -23,6 +24,9 @@ BrokerState = Literal["in-process", "ok", "degraded", "unreachable"]
 
 
 class PubSub(Protocol):
+    #: Makes a span of each publish; None: tracing is off.
+    tracer: Tracer | None
+
     async def publish(self, channel: str, message: Any) -> None:
         """Deliver ``message`` to the channel's subscribers; never raises for a lost broker."""
         ...
@@ -42,3 +46,25 @@ class PubSub(Protocol):
     async def start(self) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+def channel_kind(channel: str) -> str:
+    """A channel's name without the part that names a user, a room or a session
+    (``user:*:messages``): a span's name, of which there are few."""
+    parts = channel.split(":")
+    if len(parts) < 2:
+        return channel
+    return ":".join([parts[0], "*", *parts[2:]])
+
+
+@contextlib.contextmanager
+def publishing(tracer: Tracer, system: str, channel: str) -> Iterator[Span]:
+    """The span of one publish on ``channel`` (OpenTelemetry's messaging conventions)."""
+    attributes = {
+        "messaging.system": system,
+        "messaging.operation.type": "send",
+        "messaging.destination.name": channel,
+    }
+    name = f"publish {channel_kind(channel)}"
+    with tracer.start_as_current_span(name, kind=SpanKind.PRODUCER, attributes=attributes) as span:
+        yield span

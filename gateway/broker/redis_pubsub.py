@@ -55,7 +55,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
 from gateway.broker.codec import EventCodec, UnknownEvent
-from gateway.broker.pubsub import BrokerState, BrokerUnavailable
+from gateway.broker.pubsub import BrokerState, BrokerUnavailable, publishing
 from gateway.broker.redis_client import (
     BoundedCluster,
     BrokerClient,
@@ -65,6 +65,7 @@ from gateway.broker.redis_client import (
 )
 from gateway.settings.values import cluster_url
 from gateway.tasks import cancel_and_wait
+from gateway.tracing import Tracer
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,7 @@ class RedisPubSub:
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
         self._publisher: BrokerClient = self._client(self.url, max_connections=16)
+        self.tracer: Tracer | None = None
 
     def _client(self, url: str, max_connections: int = 2) -> BrokerClient:
         """A client that fails fast: retrying is this class's job, so nothing retries silently."""
@@ -203,7 +205,12 @@ class RedisPubSub:
 
     async def publish(self, channel: str, message: Any) -> None:
         data = self._codec.encode(message, at=time.time())
-        await self._send(channel, data)
+        if self.tracer is None:
+            await self._send(channel, data)
+            return
+        with publishing(self.tracer, "redis", channel) as span:
+            span.set_attribute("messaging.message.body.size", len(data))
+            await self._send(channel, data)
 
     def close(self, channel: str) -> None:
         self._spawn(self._send(channel, _CLOSE_FRAME))

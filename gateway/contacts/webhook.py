@@ -5,7 +5,8 @@ The webhook (``GATEWAY_VERIFICATION_WEBHOOK_URL``) is the operator's SMS or
 email gateway. Any 2xx answer is a delivery; a timeout, a refused connection or
 another status is tried again, a bounded number of times with a short back-off,
 and then the request fails with ``UNAVAILABLE`` naming the cause. Asking again
-is safe: a new code replaces the undelivered one.
+is safe: a new code replaces the undelivered one. Each POST carries the request's
+W3C ``traceparent`` (``gateway/tracing.py``), so the sender's own spans join its trace.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from datetime import datetime
 import aiohttp
 
 from gateway.errors import Unavailable
+from gateway.tracing import outgoing_headers
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,8 @@ class CodeSender:
             return
         problem = ""
         timeout = aiohttp.ClientTimeout(total=self.timeout)
-        async with aiohttp.ClientSession(timeout=timeout) as http:
+        headers = outgoing_headers()
+        async with aiohttp.ClientSession(timeout=timeout, headers=headers) as http:
             for n in range(self.attempts):
                 if n:
                     await asyncio.sleep(BACKOFF_SECONDS * 2 ** (n - 1))

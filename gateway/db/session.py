@@ -12,7 +12,8 @@
 - The driver's "cannot answer now" errors become :class:`CassandraUnavailable`,
   which the GraphQL layer reports as ``UNAVAILABLE``.
 - Every round trip is counted per request (a context variable that the GraphQL
-  layer sets), so tests can assert statement counts.
+  layer sets), so tests can assert statement counts. With tracing on, each one
+  counted is also a span (:class:`StatementSpans`): its table, consistency and rows.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from gateway.db.driver_internals import next_page_state
 from gateway.db.loop_io import LoopConnection
 from gateway.db.segments import ThreadConnection
 from gateway.settings import Settings
+from gateway.tracing import SpanKind, Tracer, failed
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,73 @@ def qualified(cql: str, keyspace: str) -> str | None:
     if match.group(2):
         return cql
     return f"{match.group(1)}{keyspace}.{match.group(3)}{cql[match.end() :]}"
+
+
+class StatementSpans:
+    """One span per CQL round trip, named and described from the statement's text once.
+
+    Made only with tracing on; the span's attributes follow OpenTelemetry's conventions
+    for databases (``db.system.name``, ``db.collection.name``, ``db.operation.name``,
+    ``db.response.returned_rows``, ...), with the consistency the statement ran at."""
+
+    def __init__(self, tracer: Tracer, settings: Settings) -> None:
+        self.tracer = tracer
+        self.consistency = settings.consistency
+        self.serial_consistency = settings.serial_consistency
+        self._described: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def start(self, statement: Any, keyspace: str | None, batched: Sequence[str] = ()) -> Any:
+        """A started span for ``statement``; ``batched``: a batch's statements' CQL."""
+        if isinstance(statement, BatchStatement):
+            name, attributes = self._batch(batched, keyspace)
+            logged = statement.batch_type == BatchType.LOGGED
+            attributes["db.cassandra.batch_type"] = "LOGGED" if logged else "UNLOGGED"
+        else:
+            cql = statement.prepared_statement.query_string
+            described = self._described.get(cql)
+            if described is None:
+                described = self._described[cql] = self._describe(cql, keyspace)
+            name, attributes = described
+        return self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+
+    def _describe(self, cql: str, keyspace: str | None) -> tuple[str, dict[str, Any]]:
+        operation = cql.split(None, 1)[0].upper() if cql.strip() else "CQL"
+        match = _TABLE.match(cql)
+        table = match.group(3) if match else None
+        attributes: dict[str, Any] = {
+            "db.system.name": "cassandra",
+            "db.operation.name": operation,
+            "db.query.text": cql,
+            "db.cassandra.consistency_level": self.consistency,
+        }
+        if table is not None:
+            attributes["db.collection.name"] = table
+        if keyspace is not None:
+            attributes["db.namespace"] = keyspace
+        if re.search(r"\bIF\b", cql, re.IGNORECASE):
+            attributes["db.cassandra.serial_consistency_level"] = self.serial_consistency
+        return (f"{operation} {table}" if table else operation), attributes
+
+    def _batch(self, batched: Sequence[str], keyspace: str | None) -> tuple[str, dict[str, Any]]:
+        tables = sorted({match.group(3) if match else "?" for match in map(_TABLE.match, batched)})
+        attributes: dict[str, Any] = {
+            "db.system.name": "cassandra",
+            "db.operation.name": "BATCH",
+            "db.operation.batch.size": len(batched),
+            "db.cassandra.consistency_level": self.consistency,
+            "db.collection.name": ",".join(tables),
+        }
+        if keyspace is not None:
+            attributes["db.namespace"] = keyspace
+        return f"BATCH {','.join(tables)}", attributes
+
+
+def _end_span(span: Any, rows: list[Row] | None, error: BaseException | None) -> None:
+    if error is not None:
+        failed(span, error)
+    elif rows is not None:
+        span.set_attribute("db.response.returned_rows", len(rows))
+    span.end()
 
 
 class CassandraUnavailable(Exception):
@@ -181,6 +250,16 @@ class Database:
         #: The prepared statements that are SELECTs (told apart once, when prepared).
         self._reads: set[str] = set()
         self.keyspace: str | None = None
+        #: A span per round trip when tracing is on (:attr:`tracer`); None: off.
+        self._spans: StatementSpans | None = None
+
+    @property
+    def tracer(self) -> Tracer | None:
+        return self._spans.tracer if self._spans is not None else None
+
+    @tracer.setter
+    def tracer(self, tracer: Tracer | None) -> None:
+        self._spans = StatementSpans(tracer, self.settings) if tracer is not None else None
 
     # -- connecting ---------------------------------------------------------
 
@@ -330,11 +409,23 @@ class Database:
     async def _read(
         self, direct: DirectReads, bound: BoundStatement, paging_state: bytes | None
     ) -> tuple[list[Row], bytes | None] | None:
+        spans = self._spans
+        span = spans.start(bound, self.keyspace) if spans is not None else None
         future = direct.send(bound, paging_state)
         if future is None:
+            if span is not None:
+                span.end()  # not sent: the full path sends it, under a span of its own
             return None
         self._count()
-        return await self._settled(future)
+        if span is None:
+            return await self._settled(future)
+        try:
+            rows = await self._settled(future)
+        except BaseException as exc:
+            _end_span(span, None, exc)
+            raise
+        _end_span(span, rows[0] if rows is not None else None, None)
+        return rows
 
     async def _settled(self, future: asyncio.Future[T]) -> T:
         """A statement's outcome, its future among those :meth:`shutdown` ends; the driver's
@@ -378,9 +469,11 @@ class Database:
         for cql, params in statements:
             prepared = await self.prepare(cql)
             batch.add(prepared, params or ())
-        return await self._run(batch)
+        return await self._run(batch, batched=[cql for cql, _ in statements] if self._spans else ())
 
-    async def _run(self, statement: Any, *, paging_state: bytes | None = None) -> Result:
+    async def _run(
+        self, statement: Any, *, paging_state: bytes | None = None, batched: Sequence[str] = ()
+    ) -> Result:
         """Send a statement and await its first page.
 
         A finished driver request can sit in reference cycles (with the driver's
@@ -395,9 +488,13 @@ class Database:
         loop_thread = threading.get_ident()
         future: asyncio.Future[Result] = loop.create_future()
         self._count()
+        spans = self._spans
+        span = spans.start(statement, self.keyspace, batched) if spans is not None else None
         try:
             response = self.session.execute_async(statement, paging_state=paging_state)
         except _UNAVAILABLE_ERRORS as exc:
+            if span is not None:
+                _end_span(span, None, exc)
             raise CassandraUnavailable(str(exc) or type(exc).__name__) from exc
 
         def settle(result: Result | None, exc: BaseException | None) -> None:
@@ -417,10 +514,17 @@ class Database:
 
         response.add_callbacks(resolve, reject)
         try:
-            return await self._settled(future)
+            result = await self._settled(future)
+        except BaseException as exc:
+            if span is not None:
+                _end_span(span, None, exc)
+            raise
         finally:
             response.clear_callbacks()
             _release_values(statement)
+        if span is not None:
+            _end_span(span, result.rows, None)
+        return result
 
 
 def _release_values(statement: Any) -> None:

@@ -8,8 +8,6 @@ events, and a profile change is never served stale.
 
 from __future__ import annotations
 
-import itertools
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -27,6 +25,8 @@ from gateway.graph.observability import OperationRecorder
 from gateway.ratelimit.limiter import RateLimiter
 from gateway.ratelimit.policy import Limit, RateLimits
 from gateway.settings import Settings
+from gateway.tracing import Tracer, new_request_id
+from gateway.tracing import request_id as current_request_id
 
 S = TypeVar("S")
 S_co = TypeVar("S_co", covariant=True)
@@ -60,28 +60,6 @@ def _no_address(_: Any) -> str:
     return "unknown"
 
 
-class _RequestIds:
-    """Request ids: 32 hex digits, a random half drawn once per process and a counting half.
-
-    Unique across processes and restarts like a random UUID, without reading the
-    system's random source on every request (a system call for each)."""
-
-    def __init__(self) -> None:
-        self._counter = itertools.count()
-        self._prefix = os.urandom(8).hex()
-        os.register_at_fork(after_in_child=self._new_process)
-
-    def _new_process(self) -> None:
-        self._prefix = os.urandom(8).hex()
-
-    def __call__(self) -> str:
-        return f"{self._prefix}{next(self._counter):016x}"
-
-
-#: A new request id (errors name the request by it, and the access log too).
-new_request_id = _RequestIds()
-
-
 @dataclass
 class Services:
     """Process-wide things every request shares."""
@@ -102,6 +80,8 @@ class Services:
     live: LiveHub | None = None
     #: Told of every authenticated socket that opens and closes; None: nobody listens.
     presence: SocketPresence | None = None
+    #: Makes the spans of operations; None: tracing is off (``gateway/tracing.py``).
+    tracer: Tracer | None = None
     rate_limits: RateLimits = field(init=False)
     _stores: dict[StoreClass[Any], Any] = field(default_factory=dict)
     _provided: dict[type, Any] = field(default_factory=dict)
@@ -144,7 +124,8 @@ class Context:
         self.services = services
         self.request = request
         self.response = response
-        self.request_id = new_request_id()
+        #: The HTTP request's id (``X-Request-Id``); a WebSocket's operations get their own.
+        self.request_id = current_request_id.get() or new_request_id()
         self.metrics = RequestMetrics()
         self.nodes_requested = 0
         self._token = token
@@ -282,6 +263,7 @@ class Context:
         self.nodes_requested = 0
         self.metrics = RequestMetrics()
         self.request_id = new_request_id()
+        current_request_id.set(self.request_id)
         return self
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import strawberry
 from graphql import GraphQLError, GraphQLSyntaxError
+from graphql.execution import ExperimentalIncrementalExecutionResults
 from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
@@ -243,6 +244,10 @@ class ErrorCodes(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         yield
         result = self.execution_context.result
+        if isinstance(result, ExperimentalIncrementalExecutionResults):
+            # @defer/@stream: the initial result here; later payloads are classified as they
+            # are sent (gateway/http/incremental.py).
+            result = result.initial_result
         if result is None or not result.errors:
             return
         context = self.execution_context.context
@@ -292,6 +297,8 @@ class ErrorCodeSchema(strawberry.Schema):
 
     async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
         result = await super().execute(*args, **kwargs)
+        if isinstance(result, ExperimentalIncrementalExecutionResults):
+            return result
         if result.errors:
             request_id = _request_id(kwargs.get("context_value"))
             result.errors = [classify(e, request_id) for e in result.errors]

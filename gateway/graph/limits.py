@@ -23,6 +23,7 @@ from strawberry.extensions import SchemaExtension
 from gateway.graph.cost import INTROSPECTION_MAX_DEPTH, INTROSPECTION_MAX_LISTS, Analysis, analyse
 from gateway.graph.executor_internals import graphql_schema, validate_document
 from gateway.settings import Settings
+from gateway.tracing import annotate
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,8 @@ def limited_validation(limits: QueryLimits, cache_size: int = 1000) -> type[Sche
             self.analysis = entry.analysis(
                 schema, document, context.variables, operation_name, limits.max_cost
             )
+            if getattr(getattr(context.context, "services", None), "tracer", None) is not None:
+                annotate("graphql.operation.cost", self.analysis.cost)
             errors = violations(self.analysis, limits)
             if errors:
                 context.pre_execution_errors = errors

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
 import logging
 from collections import OrderedDict
@@ -59,10 +60,11 @@ from graphql import (
     parse,
 )
 
-from gateway.broker.pubsub import BrokerUnavailable, PubSub
+from gateway.broker.pubsub import BrokerUnavailable, PubSub, channel_kind
 from gateway.db.session import RequestMetrics, measuring
 from gateway.graph.errors import classify
 from gateway.graph.executor_internals import strawberry_definition
+from gateway.tracing import SpanKind, Tracer
 
 log = logging.getLogger(__name__)
 
@@ -295,8 +297,11 @@ class LiveHub:
         *,
         encode: Callable[[dict[str, Any], str], bytes] = encode_result,
         on_delivered: Callable[[int, int], None] | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.pubsub = pubsub
+        #: Makes a span of each event delivered (None: tracing is off).
+        self.tracer = tracer
         self.schema = schema
         self.make_context = make_context
         self.encode = encode
@@ -321,7 +326,9 @@ class LiveHub:
             state = self._channels.get(channel)
             if state is None:
                 state = self._channels[channel] = _Channel(ready=asyncio.get_running_loop().create_future())
-                state.reader = asyncio.create_task(self._read(channel, state))
+                # A channel's reader serves every subscriber of the process: it runs in a context
+                # of its own, not in the first subscriber's (its request id, its trace).
+                state.reader = asyncio.create_task(self._read(channel, state), context=contextvars.Context())
             state.follows.add(follow)
             states.append((channel, state))
         try:
@@ -384,7 +391,25 @@ class LiveHub:
             await self.deliver(channel, event, receivers)
 
     async def deliver(self, channel: str, event: Any, follows: list[Follow]) -> None:
-        """One event to subscribers with sinks: verdicts, one execution per group, frames."""
+        """One event to subscribers with sinks: verdicts, one execution per group, frames;
+        with tracing on, under a span of its own."""
+        if self.tracer is None:
+            await self._deliver(channel, event, follows)
+            return
+        attributes: dict[str, str | int] = {
+            "messaging.operation.type": "process",
+            "messaging.destination.name": channel,
+            "gateway.subscribers": len(follows),
+        }
+        name = f"deliver {channel_kind(channel)}"
+        with self.tracer.start_as_current_span(name, kind=SpanKind.CONSUMER, attributes=attributes) as span:
+            groups, delivered, statements = await self._deliver(channel, event, follows)
+            span.set_attribute("gateway.groups", groups)
+            span.set_attribute("gateway.delivered", delivered)
+            span.set_attribute("gateway.cql.statements", statements)
+
+    async def _deliver(self, channel: str, event: Any, follows: list[Follow]) -> tuple[int, int, int]:
+        """:meth:`deliver`'s work; the groups executed, results delivered and statements run."""
         groups: dict[tuple[Any, ...], tuple[_Plan, list[Follow]]] = {}
         ending: list[Follow] = []
         for follow in follows:
@@ -430,6 +455,7 @@ class LiveHub:
             follow.end()
         if self.on_delivered is not None and delivered:
             self.on_delivered(delivered, statements)
+        return len(groups), delivered, statements
 
     def _plan(self, operation: LiveOperation) -> _Plan:
         key = (operation.query, operation.operation_name, _frozen(operation.variables))

@@ -30,9 +30,15 @@ class StatementMetrics(SchemaExtension):
             yield
 
     def get_results(self) -> dict[str, Any]:
-        context = self.execution_context.context
-        settings = getattr(context, "settings", None)
-        if settings is None or not settings.query_metrics:
-            return {}
-        metrics = context.metrics
-        return {"cql": {"statements": metrics.statements, "lwtRetries": metrics.lwt_retries}}
+        return statement_totals(self.execution_context.context)
+
+
+def statement_totals(context: Any) -> dict[str, Any]:
+    """The request's ``extensions.cql`` so far (empty with ``GATEWAY_QUERY_METRICS`` off).
+    A deferred query's later payloads run after the operation's hooks have ended: the
+    last of them reports the whole request's totals (``gateway/http/incremental.py``)."""
+    settings = getattr(context, "settings", None)
+    if settings is None or not settings.query_metrics:
+        return {}
+    metrics = context.metrics
+    return {"cql": {"statements": metrics.statements, "lwtRetries": metrics.lwt_retries}}

@@ -13,6 +13,10 @@ masked error of the operation carries.
 - A subscription is an active one from its start to its end, and counts (with
   the outcome of its last result) when it ends; its lifetime is no latency.
 - ``RATE_LIMITED`` errors count as refusals, under their ``extensions.rule``.
+
+With tracing on, every operation is a span (``query ConversationPage``, with its type,
+name, cost, outcome and statements), the current one while it runs, so the spans of its
+CQL statements are its children; over HTTP it is the child of the request's span.
 """
 
 from __future__ import annotations
@@ -29,10 +33,13 @@ from strawberry.types.graphql import OperationType
 from gateway.db.session import RequestMetrics, current_metrics, measuring
 from gateway.errors import GatewayError
 from gateway.graph.errors import extensions_of
+from gateway.tracing import CurrentSpan, Span, SpanKind, Status, StatusCode, Tracer
 
 access_log = logging.getLogger("gateway.access")
 
 RATE_LIMITED = "RATE_LIMITED"
+#: Outcomes that are the server's fault: the operation's span is marked failed.
+SERVER_FAULTS = frozenset({"INTERNAL_SERVER_ERROR", "UNAVAILABLE"})
 
 
 def outcome_of(errors: list[GraphQLError] | None, failure: BaseException | None = None) -> str:
@@ -61,6 +68,14 @@ class OperationRecorder(Protocol):
     def count_rate_limited(self, rule: str) -> None: ...
 
 
+def _operation_name(execution: Any) -> str | None:
+    try:
+        name: str | None = execution.operation_name
+    except Exception:  # an operation name that the document does not have
+        return None
+    return name
+
+
 def _metrics_of(context: Any) -> OperationRecorder | None:
     services = getattr(context, "services", None)
     return getattr(services, "metrics", None)
@@ -75,6 +90,26 @@ class Observed(SchemaExtension):
 
     def on_operation(self) -> Iterator[None]:
         context = self.execution_context.context
+        services = getattr(context, "services", None)
+        tracer: Tracer | None = getattr(services, "tracer", None)
+        if tracer is None:
+            yield from self._observed(context)
+            return
+        kind = SpanKind.SERVER if getattr(context, "websocket", False) else SpanKind.INTERNAL
+        current = CurrentSpan(tracer, "graphql", kind=kind)
+        failure: BaseException | None = None
+        try:
+            yield from self._observed(context)
+        except Exception as exc:
+            failure = exc
+            raise
+        finally:
+            try:
+                self._describe(current.span, failure)
+            finally:
+                current.leave(failure)
+
+    def _observed(self, context: Any) -> Iterator[None]:
         metrics = _metrics_of(context)
         if metrics is None:
             yield
@@ -92,6 +127,22 @@ class Observed(SchemaExtension):
                 self._finish(metrics, context, time.perf_counter() - start, failure)
             except Exception:
                 logging.getLogger(__name__).exception("could not record an operation")
+
+    def _describe(self, span: Span, failure: BaseException | None) -> None:
+        """The operation span's name (``query ConversationPage``) and what it cost."""
+        execution = self.execution_context
+        kind = execution.operation_type.value if execution.graphql_document is not None else None
+        name = _operation_name(execution)
+        if kind is not None:
+            span.update_name(f"{kind} {name}" if name else kind)
+            span.set_attribute("graphql.operation.type", kind)
+        if name:
+            span.set_attribute("graphql.operation.name", name)
+        outcome = outcome_of(getattr(execution.result, "errors", None), failure)
+        span.set_attribute("gateway.outcome", outcome)
+        span.set_attribute("gateway.cql.statements", self._operation.statements)
+        if outcome in SERVER_FAULTS and failure is None:
+            span.set_status(Status(StatusCode.ERROR, outcome))
 
     def on_execute(self) -> Iterator[None]:
         context = self.execution_context.context
@@ -112,10 +163,7 @@ class Observed(SchemaExtension):
         result = execution.result
         errors = getattr(result, "errors", None)
         outcome = outcome_of(errors, failure)
-        try:
-            name = execution.operation_name
-        except Exception:  # an operation name that the document does not have
-            name = None
+        name = _operation_name(execution)
         statements = self._operation.statements
         if self._subscription:
             metrics.subscription_ended(name, outcome)

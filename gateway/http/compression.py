@@ -4,7 +4,9 @@ Only whole bodies built in memory (GraphQL results, JSON, HTML) are compressed.
 Streamed responses are left alone, which covers attachment downloads on
 purpose: many attachments are compressed already (images, archives, PDFs),
 compressing a stream would drop its ``Content-Length``, and byte ranges must
-refer to the stored bytes. WebSocket messages are not touched either.
+refer to the stored bytes. WebSocket messages are not touched either. A body
+compressed here is another representation, so its strong ``ETag`` gets the
+coding's suffix (``"<tag>-br"``; :mod:`gateway.http.caching` matches every coding).
 """
 
 from __future__ import annotations
@@ -34,6 +36,18 @@ COMPRESSIBLE_TYPES = frozenset(
         "image/svg+xml",
     }
 )
+
+
+#: The content codings a body may be sent with; each gives the body a tag of its own.
+CODINGS = ("br", "gzip")
+
+
+def coded_tag(tag: str, coding: str) -> str:
+    """The entity tag ``tag`` of a body sent with content coding ``coding`` (``"<tag>-br"``);
+    a weak tag stays as it is."""
+    if tag.startswith('"') and tag.endswith('"') and len(tag) > 1:
+        return f'"{tag[1:-1]}-{coding}"'
+    return tag
 
 
 def _compressible(content_type: str) -> bool:
@@ -82,24 +96,35 @@ def _vary_on_accept_encoding(response: web.StreamResponse) -> None:
         response.headers[hdrs.VARY] = f"{vary}, {hdrs.ACCEPT_ENCODING}"
 
 
+def compresses(response: web.StreamResponse) -> bool:
+    """Whether the middleware compresses ``response`` for a request that accepts it."""
+    return (
+        isinstance(response, web.Response)
+        and not response.prepared
+        and hdrs.CONTENT_ENCODING not in response.headers
+        and isinstance(response.body, bytes)
+        and len(response.body) > MIN_SIZE
+        and _compressible(response.content_type)
+    )
+
+
 @web.middleware
 async def compress_responses(request: web.Request, handler: Handler) -> web.StreamResponse:
     response = await handler(request)
-    if (
-        not isinstance(response, web.Response)
-        or response.prepared
-        or hdrs.CONTENT_ENCODING in response.headers
-        or not isinstance(response.body, bytes)
-        or len(response.body) <= MIN_SIZE
-        or not _compressible(response.content_type)
-    ):
+    if not compresses(response):
         return response
+    assert isinstance(response, web.Response)
     _vary_on_accept_encoding(response)
     coding = choose_coding(request.headers.get(hdrs.ACCEPT_ENCODING))
+    tag = response.headers.get(hdrs.ETAG)
+    if coding is not None and tag is not None:
+        # A strong tag names one representation: the compressed body is another.
+        response.headers[hdrs.ETAG] = coded_tag(tag, coding)
     if coding == "gzip":
         response.enable_compression(ContentCoding.gzip)
     elif coding == "br":
         body = response.body
+        assert isinstance(body, bytes)
         if len(body) > BROTLI_INLINE_LIMIT:
             response.body = await asyncio.to_thread(brotli.compress, body, quality=BROTLI_QUALITY)
         else:

@@ -17,7 +17,8 @@ from gateway.settings.values import ANY_ORIGIN, normalized_origins
 #: Response headers a cross-origin page may read besides the CORS-safelisted ones: the
 #: download headers a player or a resumable download needs (``Content-Range`` to place a
 #: 206's bytes, ``Accept-Ranges`` to know it may ask for ranges, ``ETag`` for ``If-Range``
-#: and ``If-None-Match``) and ``Retry-After`` of rate-limited answers.
+#: and ``If-None-Match``), ``Retry-After`` of rate-limited answers, and ``X-Request-Id``,
+#: which names the request in the server's logs.
 EXPOSED_HEADERS = (
     "Accept-Ranges",
     "Content-Disposition",
@@ -25,6 +26,7 @@ EXPOSED_HEADERS = (
     "Content-Range",
     "ETag",
     "Retry-After",
+    "X-Request-Id",
 )
 
 #: Seconds a browser may cache a preflight answer.

@@ -5,17 +5,20 @@ the status codes the spec ties to that type: a *request error* (the document
 does not parse or validate, variables do not coerce, the operation may not run
 over HTTP) answers 4xx with no ``data`` key. ``application/json`` stays the
 default for clients that send no ``Accept``, ``*/*`` or only ``application/json``;
-they get 200 for request errors, also without ``data``.
+they get 200 for request errors, also without ``data``. A request refused whole as
+``RATE_LIMITED`` answers 429 to the former (with ``Retry-After``), 200 to the latter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from graphql import GraphQLError
 
 GRAPHQL_RESPONSE_JSON = "application/graphql-response+json"
 JSON = "application/json"
+RATE_LIMITED = "RATE_LIMITED"
 
 #: HTTP status of a request error, by ``extensions.code``; any other code is 400.
 _SERVER_FAULTS = {"INTERNAL_SERVER_ERROR": 500, "UNAVAILABLE": 503}
@@ -58,6 +61,29 @@ def response_media_type(accept: str | None) -> str:
         return JSON
     legacy = ranges.get(JSON, ranges.get("application/*", ranges.get("*/*", 0.0)))
     return GRAPHQL_RESPONSE_JSON if wanted >= legacy else JSON
+
+
+def accepts_html(accept: str | None) -> bool:
+    """Whether ``Accept`` names ``text/html`` (as a browser navigating does; ``*/*`` alone,
+    what ``fetch`` sends, does not count)."""
+    return bool(accept) and _accepted(accept or "").get("text/html", 0.0) > 0.0
+
+
+def rate_limited_for(answers: Sequence[Mapping[str, Any]]) -> int | None:
+    """The seconds to wait when every answer of a request was refused whole as ``RATE_LIMITED``
+    (no data, every error that code; the longest ``retryAfter``), else None."""
+    waits: list[int] = []
+    for answer in answers:
+        errors = answer.get("errors")
+        if answer.get("data") is not None or not errors:
+            return None
+        for error in errors:
+            extensions = error.get("extensions") if isinstance(error, dict) else None
+            if not isinstance(extensions, dict) or extensions.get("code") != RATE_LIMITED:
+                return None
+            wait = extensions.get("retryAfter")
+            waits.append(wait if isinstance(wait, int) and wait > 0 else 1)
+    return max(waits) if waits else None
 
 
 def is_request_error(data: object, errors: Sequence[GraphQLError] | None) -> bool:

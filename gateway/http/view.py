@@ -8,7 +8,11 @@ their status, resolves persisted queries (:mod:`gateway.http.persisted`),
 answers subscriptions over HTTP with a ``BAD_REQUEST`` error, and answers a
 request refused before GraphQL sees it (malformed JSON or multipart, a body
 over its limit, an unsupported content type) as a coded GraphQL error with its
-4xx status rather than Strawberry's plain-text body.
+4xx status rather than Strawberry's plain-text body. A request refused whole as
+``RATE_LIMITED`` answers 429 with ``Retry-After`` to a client that accepts
+``application/graphql-response+json``. GET answers carry the caching headers of
+:mod:`gateway.http.caching`, and GraphiQL is served only to a GET that accepts
+``text/html`` and names no operation (``fetch``'s ``*/*`` gets JSON).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from aiohttp import hdrs, web
 from aiohttp.http_exceptions import HttpProcessingError
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from graphql import GraphQLError
+from graphql.execution import ExperimentalIncrementalExecutionResults, InitialIncrementalExecutionResult
 from strawberry.aiohttp.views import GraphQLView
 from strawberry.exceptions import MissingQueryError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
@@ -28,10 +33,24 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from gateway.http.caching import NO_STORE, VARY, add_vary, cache_get_answer
+from gateway.http.incremental import (
+    BATCHED,
+    DELIVERY,
+    IN_A_BATCH,
+    NOT_ACCEPTED,
+    Delivery,
+    abandon,
+    incremental_spec,
+    measured,
+    refusal,
+)
 from gateway.http.jsoncodec import dumps
 from gateway.http.media import (
     GRAPHQL_RESPONSE_JSON,
+    accepts_html,
     is_request_error,
+    rate_limited_for,
     request_error_status,
     response_media_type,
 )
@@ -39,6 +58,8 @@ from gateway.http.persisted import PersistedQueries
 from gateway.http.requests import RequestRefused, parse_request_json
 
 MEDIA_TYPE = web.ResponseKey("graphql_media_type", str)
+#: Whether an answer holds an error (it is then never cached publicly).
+HAS_ERRORS = web.ResponseKey("graphql_has_errors", bool)
 
 #: Headers any one of which a multipart request must carry: a browser sends none of them
 #: on a cross-site form post, and cannot add one without a CORS preflight (Apollo Server's
@@ -53,6 +74,10 @@ COMPRESSED_BODY = (
     "uncompressed."
 )
 MALFORMED_BODY = "Unable to parse the request body: {detail}"
+UNSUPPORTED_CONTENT_TYPE = (
+    "Unsupported content type {content_type}: send a JSON body as `application/json`, or an upload "
+    "as `multipart/form-data` (the GraphQL multipart request spec); a query may also be sent with GET."
+)
 
 SUBSCRIPTION_OVER_HTTP = (
     "Subscriptions are not served over plain HTTP: open a WebSocket on /graphql "
@@ -84,28 +109,70 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         *,
         persisted_queries: PersistedQueries | None = None,
         max_response_bytes: int = UNLIMITED,
+        public_max_age: int = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.persisted_queries = persisted_queries or PersistedQueries()
         self.max_response_bytes = max_response_bytes
+        self.public_max_age = public_max_age
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
+        response: web.StreamResponse
         try:
             _screen(request)
-            return await self.run(request=request)
+            response = await self.run(request=request)
         except HTTPException as exc:
-            return refused_response(request, exc)
+            response = refused_response(request, exc)
         except HttpProcessingError as exc:
             # A multipart body's part with an oversized or malformed header, read mid-stream.
             detail = (exc.message or "malformed").strip().splitlines()[0][:200]
-            return refused_response(request, RequestRefused(400, MALFORMED_BODY.format(detail=detail)))
+            response = refused_response(request, RequestRefused(400, MALFORMED_BODY.format(detail=detail)))
         except web.RequestPayloadError as exc:
             # A body whose framing breaks while it is read (a chunk size that is not one).
             cause = exc.__cause__
             detail = cause.message if isinstance(cause, HttpProcessingError) else str(exc)
             detail = (detail or "malformed").strip().splitlines()[0][:200]
-            return refused_response(request, RequestRefused(400, MALFORMED_BODY.format(detail=detail)))
+            response = refused_response(request, RequestRefused(400, MALFORMED_BODY.format(detail=detail)))
+        if response.prepared or isinstance(response, web.WebSocketResponse):
+            return response
+        if request.method != "GET":
+            response.headers[hdrs.CACHE_CONTROL] = NO_STORE
+            return response
+        if not isinstance(response, web.Response) or response.content_type == "text/html":
+            # GraphiQL: the same URL answers JSON to other Accept headers.
+            add_vary(response, VARY)
+            return response
+        return cache_get_answer(
+            request, response, public_max_age=self.public_max_age, errors=response.get(HAS_ERRORS, True)
+        )
+
+    def should_render_graphql_ide(self, request: Any) -> bool:
+        """GraphiQL for a browser opening the endpoint: a GET that accepts ``text/html`` and names
+        no operation (neither a query nor a persisted query's hash); JSON for everything else."""
+        if request.method != "GET":
+            return False
+        params = request.query_params
+        if params.get("query") is not None or params.get("extensions") is not None:
+            return False
+        return accepts_html(request.headers.get("accept"))
+
+    async def parse_http_body(self, request: AsyncHTTPRequestAdapter) -> Any:
+        """Strawberry's, with a refusal of an unsupported content type that names the accepted
+        ones; a batch is marked on the request (a deferred operation is refused in one)."""
+        if request.method == "POST":
+            sent = request.headers.get(hdrs.CONTENT_TYPE) or ""
+            content_type = sent.split(";", 1)[0].strip().lower()
+            if "application/json" not in content_type and not (
+                self.multipart_uploads_enabled and content_type == "multipart/form-data"
+            ):
+                shown = f"`{content_type[:100]}`" if content_type else "(none given)"
+                raise RequestRefused(415, UNSUPPORTED_CONTENT_TYPE.format(content_type=shown))
+        data = await super().parse_http_body(request)
+        http_request = getattr(request, "request", None)
+        if isinstance(data, list) and isinstance(http_request, web.Request):
+            http_request[BATCHED] = True
+        return data
 
     def is_websocket_request(self, request: web.Request) -> TypeGuard[web.Request]:
         """Strawberry's check, asked twice per request, builds a ``WebSocketResponse``
@@ -186,11 +253,42 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
             raise HTTPException(400, exc.as_http_error_reason()) from exc
         except MissingQueryError as exc:
             raise HTTPException(400, "No GraphQL query found in the request") from exc
+        if isinstance(result, ExperimentalIncrementalExecutionResults):
+            return await self._deliver_incrementally(request, context, result)
         if not is_request_error(result.data, result.errors):
             await self.persisted_queries.remember(
                 request_data.query, request_data.extensions, lambda: self.admit_registration(context)
             )
         return result
+
+    async def _deliver_incrementally(
+        self, request: web.Request, context: Any, result: ExperimentalIncrementalExecutionResults
+    ) -> ExperimentalIncrementalExecutionResults | ExecutionResult:
+        """A query with @defer or @stream: its parts as multipart/mixed (gateway/http/incremental.py)."""
+        spec = incremental_spec(request.headers.get(hdrs.ACCEPT))
+        if spec is None or request.get(BATCHED, False):
+            await abandon(result)
+            if spec is None:
+                raise RequestRefused(406, NOT_ACCEPTED)
+            return ExecutionResult(data=None, errors=[refusal(IN_A_BATCH)])
+        delivery = Delivery(spec, getattr(context, "request_id", ""), self.max_response_bytes)
+        request[DELIVERY] = delivery
+        return measured(result, context, delivery)
+
+    async def _process_stream_result(
+        self, request: web.Request, value: Any, all_pending: list[Any]
+    ) -> tuple[GraphQLHTTPResponse, list[Any]]:
+        """One part of an incremental response, in the shape the client asked for."""
+        delivery = request.get(DELIVERY)
+        if delivery is None:  # a stream this view does not deliver: Strawberry's own parts
+            return await super()._process_stream_result(request, value, all_pending)
+        if isinstance(value, InitialIncrementalExecutionResult):
+            processed = await self.process_result(request, value)  # type: ignore[arg-type]
+            payload = delivery.initial(value, cast(dict[str, Any], processed))
+        else:
+            payload = delivery.subsequent(value)
+        payload = delivery.bounded(payload, len(dumps(payload))) or payload
+        return cast(GraphQLHTTPResponse, payload), all_pending
 
     async def admit_registration(self, context: Any) -> bool:
         """Whether the client of ``context`` may register one more persisted query."""
@@ -220,8 +318,14 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         media_type = sub_response.get(MEDIA_TYPE, "application/json")
         response.content_type = media_type
         response.charset = "utf-8"
-        if media_type == GRAPHQL_RESPONSE_JSON and isinstance(response_data, dict):
-            if "data" not in response_data and response.status < 400:
+        answers = response_data if isinstance(response_data, list) else [response_data]
+        response[HAS_ERRORS] = any(answer.get("errors") for answer in answers)
+        if media_type == GRAPHQL_RESPONSE_JSON and response.status < 400:
+            retry_after = rate_limited_for(answers)
+            if retry_after is not None:
+                response.set_status(429)
+                response.headers[hdrs.RETRY_AFTER] = str(retry_after)
+            elif isinstance(response_data, dict) and "data" not in response_data:
                 codes = [
                     error.get("extensions", {}).get("code")
                     for error in response_data.get("errors") or []

@@ -144,7 +144,7 @@ class Room(Node):
         after: After = None,
         last: Last = None,
         before: Before = None,
-    ) -> Connection[RoomMessage]:
+    ) -> Connection[RoomMessage] | None:
         context = context_of(info)
         request = page_request(info, first, after, last, before, MESSAGES_PAGE)
         position = decode_position(request.cursor, request.cursor_field)

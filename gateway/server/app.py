@@ -11,6 +11,8 @@ from typing import Any
 import strawberry
 from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
 from gateway.broker.memory import InProcessPubSub, MemoryPresenceBoard
@@ -28,6 +30,7 @@ from gateway.http.auth import bearer_token
 from gateway.http.batch import BatchBudget
 from gateway.http.compression import compress_responses
 from gateway.http.cors import install_cors
+from gateway.http.request_context import install as install_request_context
 from gateway.http.requests import ENDPOINT, Endpoint
 from gateway.http.sockets import SocketCounts
 from gateway.http.view import GraphQLOverHTTPView
@@ -39,6 +42,8 @@ from gateway.server.metrics import UPGRADED, Exposure, GatewayMetrics
 from gateway.server.metrics import install as install_metrics
 from gateway.settings import Settings
 from gateway.tasks import cancel_and_wait
+from gateway.tracing import tracer_of
+from gateway.tracing import tracer_provider as make_tracer_provider
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +54,8 @@ DRAIN = web.AppKey("drain", Drain)
 SOCKETS = web.AppKey("sockets", SocketCounts)
 COMPOSITION = web.AppKey("composition", Composition)
 WORKER_TASKS = web.AppKey("worker_tasks", list[asyncio.Task[None]])
+#: The ``TracerProvider`` the ``OTEL_*`` settings made, shut down (its spans sent) at cleanup.
+OWN_TRACER_PROVIDER = web.AppKey("own_tracer_provider", TracerProvider)
 
 #: Seconds between attempts to reach Cassandra while it is down at start-up.
 CONNECT_RETRY_SECONDS = 2.0
@@ -158,6 +165,9 @@ async def _on_cleanup(app: web.Application) -> None:
     await cancel_and_wait(*tasks, what="the startup task and the domains' workers")
     await app[COMPOSITION].aclose()
     await asyncio.to_thread(app[SERVICES].db.shutdown)
+    provider = app.get(OWN_TRACER_PROVIDER)
+    if provider is not None:
+        await asyncio.to_thread(provider.shutdown)
 
 
 async def healthz(_: web.Request) -> web.Response:
@@ -233,11 +243,18 @@ def create_app(
     db: Database | None = None,
     pubsub: PubSub | None = None,
     schema: strawberry.Schema | None = None,
+    tracer_provider: trace.TracerProvider | None = None,
 ) -> web.Application:
     """The gateway over ``settings`` (parts made by ``gateway.composition.compose``);
-    ``schema`` replaces the composed one (for tests that need a field no public schema has)."""
+    ``schema`` replaces the composed one (for tests that need a field no public schema has).
+    Spans go to ``tracer_provider`` (an OpenTelemetry ``TracerProvider``) when given, else
+    where the ``OTEL_*`` settings say (nowhere by default: ``gateway/tracing.py``)."""
     settings.validate()
-    composition = compose(settings, db=db, pubsub=pubsub, schema=schema)
+    own_provider = None
+    if tracer_provider is None:
+        tracer_provider = own_provider = make_tracer_provider(settings)
+    tracer = tracer_of(tracer_provider)
+    composition = compose(settings, db=db, pubsub=pubsub, schema=schema, tracer=tracer)
     services = composition.services
     drain = Drain()
     app = web.Application(client_max_size=settings.max_json_bytes, middlewares=[drain.middleware])
@@ -245,6 +262,8 @@ def create_app(
     app[COMPOSITION] = composition
     app[READY] = asyncio.Event()
     app[DRAIN] = drain
+    if own_provider is not None:
+        app[OWN_TRACER_PROVIDER] = own_provider
     limits = QueryLimits.of(settings)
     core_schema = graphql_schema(composition.schema)
     app[ENDPOINT] = Endpoint(
@@ -255,6 +274,7 @@ def create_app(
         settings.body_timeout_seconds,
     )
     metrics = install_metrics(app, Exposure(settings.metrics_open, settings.metrics_token))
+    install_request_context(app, tracer)
     services.metrics = metrics
     if services.live is not None:
         services.live.on_delivered = metrics.delivered
@@ -274,6 +294,7 @@ def create_app(
         max_batch=settings.max_batch,
         max_tokens=settings.max_tokens,
         max_response_bytes=settings.max_response_bytes,
+        public_max_age=settings.public_max_age,
         allowed_origins=settings.cors_origins,
         persisted_queries=composition.persisted_queries,
     )

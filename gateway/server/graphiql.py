@@ -4,6 +4,8 @@ Strawberry's bundled GraphiQL page loads React, GraphiQL, the explorer plugin an
 js-cookie from unpkg.com, so it stays blank in a browser without internet
 access.  This module serves the same page with every unpkg URL rewritten to
 local copies in ``gateway/server/static/graphiql/`` (see ``SOURCES.txt`` there).
+The page opens on :data:`EXAMPLE`, operations to run in turn (sign in, then a query
+with the token as the ``Authorization`` header), instead of GraphiQL's welcome text.
 
 The page is read from the installed Strawberry package, not copied, so a
 Strawberry upgrade keeps its page logic; only the asset files may need
@@ -61,6 +63,41 @@ _SRI_ATTRS = re.compile(
 # Older Strawberry releases templated the page; the view substituted these.
 _LEGACY_VARS = {"{{ SUBSCRIPTION_ENABLED }}": "true"}
 _LEFTOVER_VAR = re.compile(r"\{\{\s*[A-Z_]+\s*\}\}")
+#: The editor's first text in Strawberry's page (a JavaScript template literal).
+_EXAMPLE_QUERY = re.compile(r"const EXAMPLE_QUERY = `[^`]*`;")
+
+#: What the query editor opens with (unless the page's URL carries a query).
+EXAMPLE = """\
+# This gateway's API. Run the operations below in turn: put the cursor in one
+# and press Ctrl-Enter (or press the run button and pick it by name).
+#
+# 1. SignIn answers a bearer token. The demo users (alice, bob, carol, dave,
+#    erin) exist once the gateway ran with --seed (scripts/run does);
+#    signUp makes an account of your own.
+# 2. Open "Headers" below this editor and give the token to every request:
+#      {"Authorization": "Bearer <the token SignIn answered>"}
+# 3. Me then runs as that user. Subscriptions (messageReceived, typing, ...)
+#    run over a WebSocket that carries the same header.
+#
+# The book icon on the left opens the documentation of every type and field.
+
+mutation SignIn {
+  signIn(login: "alice", password: "demo-password") {
+    token
+    expiresAt
+    user { login firstname }
+  }
+}
+
+query Me {
+  me {
+    user { login firstname lastname }
+    talkPartners(first: 5) {
+      nodes { partner { login } lastMessage unreadCount }
+    }
+  }
+}
+"""
 #: Every script element: its attributes and its body.
 _SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script>", re.DOTALL | re.IGNORECASE)
 
@@ -86,6 +123,12 @@ def _local_url(match: re.Match[str]) -> str:
     return f"{STATIC_PREFIX}{filename}?v={version}"
 
 
+def _js_template(text: str) -> str:
+    """``text`` as a JavaScript template literal."""
+    escaped = text.replace("\\", "\\\\").replace("`", "\\`").replace("${", "\\${")
+    return f"`{escaped}`"
+
+
 def _strip_sri(tag: re.Match[str]) -> str:
     return _SRI_ATTRS.sub("", tag.group(0))
 
@@ -103,6 +146,11 @@ def graphiql_html() -> str:
         html = html.replace(variable, value)
     if leftover := _LEFTOVER_VAR.search(html):
         msg = f"Unhandled template variable {leftover.group(0)!r} in GraphiQL page"
+        raise RuntimeError(msg)
+
+    html, replaced = _EXAMPLE_QUERY.subn(lambda _: f"const EXAMPLE_QUERY = {_js_template(EXAMPLE)};", html)
+    if replaced != 1:
+        msg = "GraphiQL page has no EXAMPLE_QUERY to replace with the gateway's example"
         raise RuntimeError(msg)
 
     html = _UNPKG_URL.sub(_local_url, html)

@@ -6,6 +6,12 @@ ISO 8601), ``level``, ``logger`` and ``message``, plus the fields a record
 carries as ``extra``: the access line of each GraphQL operation
 (``gateway.access``) adds ``requestId``, ``operation``, ``user``,
 ``durationMs``, ``statements`` and ``outcome``.
+
+Every line written while a request is handled carries that request's id
+(``requestId``, the ``X-Request-Id`` its response echoes) and, when it is part of
+a trace, the trace's id (``traceId``): :class:`RequestContext` takes them from the
+request's context (``gateway/tracing.py``). A text line shows the id in brackets
+after the logger's name.
 """
 
 from __future__ import annotations
@@ -17,11 +23,40 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from gateway.settings import Settings
+from gateway.tracing import request_id, trace_id
 
-TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s%(request)s: %(message)s"
 
 #: Attributes every ``LogRecord`` has; the others were passed as ``extra``.
 _RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+
+class RequestContext(logging.Filter):
+    """Adds ``requestId`` and ``traceId`` of the request being handled to each record
+    (a record given its own ``requestId`` as ``extra`` keeps it)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "requestId", None) is None:
+            current = request_id.get()
+            if current is not None:
+                record.requestId = current
+        if getattr(record, "traceId", None) is None:
+            trace = trace_id()
+            if trace is not None:
+                record.traceId = trace
+        return True
+
+
+class TextFormatter(logging.Formatter):
+    """:data:`TEXT_FORMAT`: the request id in brackets after the logger's name, when there is one."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        current = getattr(record, "requestId", None)
+        record.request = f" [{current}]" if current else ""
+        return super().formatMessage(record)
 
 
 class JsonFormatter(logging.Formatter):
@@ -33,7 +68,7 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         for key, value in vars(record).items():
-            if key not in _RECORD_ATTRIBUTES and not key.startswith("_"):
+            if key not in _RECORD_ATTRIBUTES and not key.startswith("_") and key != "request":
                 entry[key] = value
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
@@ -48,12 +83,18 @@ def log_format(settings: Settings, stream: TextIO) -> str:
     return "text" if stream.isatty() else "json"
 
 
-def configure_logging(settings: Settings, stream: TextIO | None = None) -> None:
-    """One handler on the root logger, in the configured format and level."""
-    stream = stream or sys.stderr
+def log_handler(settings: Settings, stream: TextIO) -> logging.Handler:
+    """A handler writing to ``stream`` in the configured format, each line with its request's id."""
     handler = logging.StreamHandler(stream)
     json_lines = log_format(settings, stream) == "json"
-    handler.setFormatter(JsonFormatter() if json_lines else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
+    handler.addFilter(RequestContext())
+    return handler
+
+
+def configure_logging(settings: Settings, stream: TextIO | None = None) -> None:
+    """One handler on the root logger, in the configured format and level."""
+    handler = log_handler(settings, stream or sys.stderr)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level)

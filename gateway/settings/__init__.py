@@ -14,10 +14,11 @@ and costs nothing at import.
 
 Prefixes: ``GATEWAY_`` for the gateway's own settings, ``CASSANDRA_`` for its connection to
 the cluster (contact points, port, keyspace, credentials, local datacenter, replication,
-timeouts, consistency, I/O). Variables named otherwise before (``SESSION_TTL_DAYS``,
-``ARGON2_*``, ``CONTACTS_*``, ``*_BUCKET``, ...) are read as aliases of their new names: the
-new name wins when both are set, and ``gateway`` logs one deprecation warning per alias at
-start. Booleans take 1/0, true/false, yes/no or on/off.
+timeouts, consistency, I/O), and OpenTelemetry's standard ``OTEL_`` names for tracing.
+Variables named otherwise before (``SESSION_TTL_DAYS``, ``ARGON2_*``, ``CONTACTS_*``,
+``*_BUCKET``, ...) are read as aliases of their new names: the new name wins when both are
+set, and ``gateway`` logs one deprecation warning per alias at start. Booleans take 1/0,
+true/false, yes/no or on/off.
 
 The local node and Redis that the development tooling starts are configured apart, in
 ``gateway.settings.tooling``: the running gateway never reads them.
@@ -33,6 +34,7 @@ from gateway.settings.declare import (
     NOT_NEGATIVE,
     PORT,
     POSITIVE,
+    Bounds,
     SettingsError,
     at_least,
     declared,
@@ -49,6 +51,7 @@ from gateway.settings.values import (
     cluster_secret_problem,
     country_code_problem,
     file_problem,
+    http_url_problem,
     keyspace_problem,
     networks_problem,
     origins_problem,
@@ -56,6 +59,7 @@ from gateway.settings.values import (
     rate_problem,
     replication_problem,
     signing_secret_problem,
+    trace_exporters_problem,
 )
 
 __all__ = ["CONSISTENCY_LEVELS", "SERIAL_CONSISTENCY_LEVELS", "Settings", "SettingsError"]
@@ -80,6 +84,10 @@ MESSENGER = "Messenger and rooms"
 BLOG = "Blog"
 MAIL = "Mail and download links"
 CONTACTS = "Contacts and identity verification"
+TRACING = "Tracing (OpenTelemetry)"
+
+#: The longest ``GATEWAY_PUBLIC_MAX_AGE``: a year, the most RFC 9111 advises.
+ONE_YEAR = 365 * 24 * 3600
 
 _BUCKET = "(`year`, `month`, `day` or `<N>s`; never change it once data is stored)"
 
@@ -142,8 +150,9 @@ class Settings:
         "comma-separated origins (`https://app.example.com,capacitor://localhost`) whose pages may call "
         "the API: preflights are answered and responses carry CORS headers (credentials allowed; a page "
         "can read a download's `Content-Range`, `Accept-Ranges`, `ETag`, `Content-Disposition` and "
-        "`Content-Length`), and WebSockets from them are admitted; `*` (alone) is any origin, without "
-        "credentials; empty: same-origin only (clients that send no `Origin` always work)",
+        "`Content-Length`, and any answer's `Retry-After` and `X-Request-Id`), and WebSockets from them "
+        "are admitted; `*` (alone) is any origin, without credentials; empty: same-origin only (clients "
+        "that send no `Origin` always work)",
         group=HTTP,
         check=origins_problem,
     )
@@ -199,6 +208,16 @@ class Settings:
     )
     seed: bool = setting(
         "GATEWAY_SEED", False, "`1`: `serve` loads demo data once Cassandra is ready", group=HTTP
+    )
+    public_max_age: int = setting(
+        "GATEWAY_PUBLIC_MAX_AGE",
+        0,
+        "seconds a browser or a shared cache may reuse an anonymous GraphQL GET answer without asking "
+        "(`Cache-Control: public, max-age=N`); `0`: they keep it but revalidate it each time "
+        "(`If-None-Match`, answered 304 when it is unchanged). Answers to a request with a token are "
+        "always `private, no-store`",
+        group=HTTP,
+        bounds=Bounds("0 to 31536000 (a year)", minimum=0, maximum=ONE_YEAR),
     )
 
     broker_url: str = setting(
@@ -791,6 +810,58 @@ class Settings:
         bounds=POSITIVE,
     )
 
+    otel_sdk_disabled: bool = setting(
+        "OTEL_SDK_DISABLED",
+        False,
+        "`true`: no spans, whatever the variables below say",
+        group=TRACING,
+    )
+    otel_traces_exporter: tuple[str, ...] = setting(
+        "OTEL_TRACES_EXPORTER",
+        (),
+        "where spans go: `otlp` (OTLP over HTTP/protobuf), `console` (one JSON object per span on "
+        "standard output, for development), or both comma-separated; `none`, or empty while no OTLP "
+        "endpoint is set: tracing is off and costs nothing",
+        group=TRACING,
+        check=trace_exporters_problem,
+        default_text="empty (`otlp` when an endpoint below is set)",
+    )
+    otel_exporter_otlp_endpoint: str = setting(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "",
+        "base URL of the OpenTelemetry collector (`http://collector:4318`); spans are POSTed to "
+        "`<it>/v1/traces`. Setting it turns tracing on unless `OTEL_TRACES_EXPORTER` says otherwise",
+        group=TRACING,
+        check=http_url_problem,
+        default_text="empty (`http://localhost:4318` when `OTEL_TRACES_EXPORTER=otlp`)",
+    )
+    otel_exporter_otlp_traces_endpoint: str = setting(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "",
+        "the full URL spans are POSTed to, instead of the base endpoint's `/v1/traces`; setting it turns "
+        "tracing on as the base endpoint does",
+        group=TRACING,
+        check=http_url_problem,
+    )
+    otel_exporter_otlp_protocol: str = setting(
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "",
+        "the OTLP transport: the gateway ships the HTTP/protobuf exporter only, so `grpc` is refused "
+        "(collectors take OTLP over HTTP on port 4318)",
+        group=TRACING,
+        case="lower",
+        choices=("", "http/protobuf"),
+        default_text="`http/protobuf`",
+    )
+    otel_service_name: str = setting(
+        "OTEL_SERVICE_NAME",
+        "gateway",
+        "the spans' `service.name`; the SDK itself reads the other standard variables "
+        "(`OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_BSP_*`, "
+        "...: [operations.md](operations.md#tracing))",
+        group=TRACING,
+    )
+
     @property
     def embedded(self) -> bool:
         """No contact points: the gateway uses the local node the development tooling runs."""
@@ -810,6 +881,28 @@ class Settings:
     def metrics_open(self) -> bool:
         """Whether ``/metrics`` answers without a token: on the embedded node when none is set."""
         return self.embedded and not self.metrics_token
+
+    @property
+    def trace_exporters(self) -> tuple[str, ...]:
+        """Where spans go (``otlp``, ``console``); empty: tracing is off. ``OTEL_TRACES_EXPORTER``
+        when set; else ``otlp`` when an OTLP endpoint is, as the OpenTelemetry SDKs do, but off
+        with neither (the SDKs' own default of ``otlp`` to localhost would turn every gateway's
+        tracing on)."""
+        if self.otel_sdk_disabled:
+            return ()
+        if self.otel_traces_exporter:
+            return tuple(name.lower() for name in self.otel_traces_exporter if name.lower() != "none")
+        if self.otel_exporter_otlp_endpoint or self.otel_exporter_otlp_traces_endpoint:
+            return ("otlp",)
+        return ()
+
+    @property
+    def otlp_traces_url(self) -> str:
+        """Where the OTLP exporter POSTs spans."""
+        if self.otel_exporter_otlp_traces_endpoint:
+            return self.otel_exporter_otlp_traces_endpoint
+        base = self.otel_exporter_otlp_endpoint or "http://localhost:4318"
+        return base.rstrip("/") + "/v1/traces"
 
     def rate_variables(self) -> dict[str, str]:
         """Each rate limit's environment variable and value."""

@@ -230,6 +230,26 @@ def signing_secret_problem(variable: str, text: str) -> str | None:
     return None
 
 
+#: What ``OTEL_TRACES_EXPORTER`` may name: the exporters the gateway ships, or none.
+TRACE_EXPORTERS = ("otlp", "console", "none")
+
+
+def trace_exporters_problem(variable: str, names: tuple[str, ...]) -> str | None:
+    """``otlp``, ``console`` or both; ``none`` only alone."""
+    unknown = [name for name in names if name.lower() not in TRACE_EXPORTERS]
+    if unknown:
+        return f"{variable} may name otlp, console or none, got {unknown[0]!r}"
+    if "none" in (name.lower() for name in names) and len(names) > 1:
+        return f"{variable}: 'none' must be the only entry"
+    return None
+
+
+def http_url_problem(variable: str, text: str) -> str | None:
+    if not text or re.fullmatch(r"https?://[^/?#\s]+(/[^\s]*)?", text):
+        return None
+    return f"{variable} must be an http(s) URL, got {text!r}"
+
+
 def file_problem(variable: str, path: Path) -> str | None:
     return None if path.is_file() else f"{variable}: no such file {path}"
 

@@ -1,7 +1,7 @@
 // Apollo Client 4 against a running gateway, the way a frontend uses it: sign-in,
 // the main view, a live subscription over graphql-ws, an upload and its ranged and signed downloads,
-// automatic persisted queries, batching, and cache normalisation with the default
-// InMemoryCache (no typePolicies). Prints one JSON report on stdout.
+// automatic persisted queries, batching, cache normalisation with the default
+// InMemoryCache (no typePolicies), and a query with a deferred fragment. Prints one JSON report on stdout.
 //
 // usage: node apollo.mjs '{"url": "http://127.0.0.1:PORT/graphql",
 //                          "alice": {"login", "password"}, "bob": {"login", "password"},
@@ -11,6 +11,7 @@ import { readFile } from "node:fs/promises";
 import { isDeepStrictEqual } from "node:util";
 
 import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql } from "@apollo/client";
+import { Defer20220824Handler } from "@apollo/client/incremental";
 import { BatchHttpLink } from "@apollo/client/link/batch-http";
 import { PersistedQueryLink } from "@apollo/client/link/persisted-queries";
 import { GraphQLWsLink } from "@apollo/client/link/subscriptions";
@@ -304,6 +305,45 @@ report.batch = {
   requests: batchLog,
   answers: [three[0].data.user.login === aliceLogin, three[1].data.post.title === "Apollo", three[2].data.room.name === roomName],
 };
+
+// @defer: the conversation's header first, its messages in a later part (multipart/mixed,
+// Defer20220824Handler: Accept multipart/mixed;deferSpec=20220824). Each emission is recorded.
+const deferred = new ApolloClient({
+  link: new HttpLink({ uri: url, headers: { authorization: `Bearer ${aliceAuth.token}` } }),
+  cache: new InMemoryCache(),
+  incrementalHandler: new Defer20220824Handler(),
+});
+report.defer = await new Promise((resolve, reject) => {
+  const emissions = [];
+  const subscription = deferred
+    .watchQuery({
+      query: gql`
+        query DeferredConversation($with: String!) {
+          me { id conversation(with: $with) { id unreadCount
+            ... @defer { messages(first: 20) { nodes { id content sender { id login } } } } } }
+        }
+      `,
+      variables: { with: bobLogin },
+      fetchPolicy: "network-only",
+    })
+    .subscribe({
+      next: ({ data, dataState, error }) => {
+        if (error) return reject(error);
+        if (!data?.me) return;
+        const { conversation } = data.me;
+        emissions.push({
+          dataState,
+          unreadCount: conversation.unreadCount,
+          messages: conversation.messages ? conversation.messages.nodes.map((node) => node.content) : null,
+        });
+        if (dataState === "complete") {
+          subscription.unsubscribe();
+          resolve(emissions);
+        }
+      },
+      error: reject,
+    });
+});
 
 for (const ws of sockets) await ws.dispose();
 process.stdout.write(JSON.stringify(report));

@@ -1,8 +1,9 @@
 // GraphiQL, as the gateway serves it at /graphql, in headless Chromium (Debian's
-// chromium driven by playwright-core): type the bearer header and a query, run it,
-// open the docs explorer, run a subscription and see a message arrive. Every request
-// the page makes is recorded; any that does not go to the gateway's own origin is
-// blocked and reported. Prints one JSON report on stdout.
+// chromium driven by playwright-core): run the example the page opens with as it
+// stands (SignIn, the token into the headers, Me), type the bearer header and a
+// query, run it, open the docs explorer, run a subscription and see a message
+// arrive. Every request the page makes is recorded; any that does not go to the
+// gateway's own origin is blocked and reported. Prints one JSON report on stdout.
 //
 // usage: node graphiql.mjs '{"url": "http://127.0.0.1:PORT/graphql", "chromium": "/usr/bin/chromium",
 //                            "viewer": {"login", "token"}, "sender": {"login", "token"}}'
@@ -82,9 +83,44 @@ try {
     return JSON.parse(await editorValue(RESPONSE));
   }
 
-  // The bearer token, typed into the headers editor (GraphiQL also hands it to graphql-ws).
+  // The example the editor opens with, run as it stands: the cursor into an operation and
+  // Ctrl-Enter runs that one, as its first lines say.
+  const example = await editorValue(QUERY);
+  async function runAtLine(marker, until) {
+    const before = await editorValue(RESPONSE);
+    await page.evaluate(
+      ([selector, text]) => {
+        const cm = document.querySelector(selector).CodeMirror;
+        const line = cm.getValue().split("\n").findIndex((l) => l.startsWith(text));
+        cm.focus();
+        cm.setCursor({ line: line + 1, ch: 2 });
+      },
+      [QUERY, marker],
+    );
+    await page.keyboard.press("Control+Enter");
+    await page.waitForFunction(
+      ([selector, text, previous]) => {
+        const value = document.querySelector(selector)?.CodeMirror.getValue() ?? "";
+        return value !== previous && value.includes(text);
+      },
+      [RESPONSE, until, before],
+    );
+    return JSON.parse(await editorValue(RESPONSE));
+  }
+  const signedIn = await runAtLine("mutation SignIn", '"token"');
   await page.locator(".graphiql-editor-tools").getByText("Headers", { exact: true }).click();
   const HEADERS = ".graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror";
+  const token = signedIn.data?.signIn?.token ?? "";
+  await typeInto(HEADERS, `{"Authorization": "Bearer ${token}"}`);
+  const me = await runAtLine("query Me", '"me"');
+  step("example", {
+    opensWithExample: example.includes("mutation SignIn") && example.includes("query Me"),
+    signedIn: signedIn.data?.signIn?.user?.login ?? null,
+    me: me.data?.me?.user?.login ?? null,
+    errors: [...(signedIn.errors ?? []), ...(me.errors ?? [])],
+  });
+
+  // The bearer token, typed into the headers editor (GraphiQL also hands it to graphql-ws).
   const headers = await typeInto(HEADERS, `{"Authorization": "Bearer ${viewer.token}"}`);
   step("headers", { typed: JSON.parse(headers).Authorization === `Bearer ${viewer.token}` });
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gateway.settings import CLUSTER_REPLICATION, Settings, SettingsError
+from gateway.settings import CLUSTER_REPLICATION, TRACING, Settings, SettingsError
 from gateway.settings.declare import Setting, alias_warnings, current_values, declared
 from gateway.settings.tooling import ToolingSettings
 from gateway.settings.values import (
@@ -21,6 +21,7 @@ from gateway.settings.values import (
     country_code_problem,
     file_problem,
     heap_size_problem,
+    http_url_problem,
     keyspace_problem,
     networks_problem,
     origins_problem,
@@ -28,6 +29,7 @@ from gateway.settings.values import (
     rate_problem,
     replication_problem,
     signing_secret_problem,
+    trace_exporters_problem,
 )
 
 CLASSES: tuple[type, ...] = (Settings, ToolingSettings)
@@ -52,6 +54,8 @@ GOOD: dict[Any, tuple[str, Any]] = {
     signing_secret_problem: ("s" * 40, None),
     country_code_problem: ("31", None),
     heap_size_problem: ("512M", None),
+    trace_exporters_problem: ("otlp, console", ("otlp", "console")),
+    http_url_problem: ("http://collector:4318", None),
 }
 #: A value each syntax check refuses, and the start of its message after the variable.
 BAD: dict[Any, tuple[Any, str]] = {
@@ -70,6 +74,8 @@ BAD: dict[Any, tuple[Any, str]] = {
     signing_secret_problem: ("short", " must be at least 32 characters"),
     country_code_problem: ("12345", " must be 1-3 digits or empty"),
     heap_size_problem: ("lots", " must be a heap size such as 1G or 512M, got 'lots'"),
+    trace_exporters_problem: (("otlp", "jaeger"), " may name otlp, console or none, got 'jaeger'"),
+    http_url_problem: ("collector:4318", " must be an http(s) URL, got 'collector:4318'"),
 }
 
 
@@ -135,12 +141,17 @@ def test_every_alias_reads_its_setting_and_the_new_name_wins(
 
 
 def test_aliases_follow_the_prefix_policy() -> None:
-    """New names carry the policy's prefix; each old name belongs to one setting only."""
+    """New names carry the policy's prefix (OpenTelemetry's standard ones keep theirs); each
+    old name belongs to one setting only."""
     names = [name for _, _, spec in DECLARED for name in (spec.variable, *spec.aliases)]
     assert len(names) == len(set(names))
     for _, _, spec in DECLARED:
-        assert spec.variable.startswith(("GATEWAY_", "CASSANDRA_")), spec.variable
-        assert spec.variable.startswith("GATEWAY_") or spec.group == "Cassandra", spec.variable
+        assert spec.variable.startswith(("GATEWAY_", "CASSANDRA_", "OTEL_")), spec.variable
+        assert (
+            spec.variable.startswith("GATEWAY_")
+            or (spec.variable.startswith("CASSANDRA_") and spec.group == "Cassandra")
+            or (spec.variable.startswith("OTEL_") and spec.group == TRACING)
+        ), spec.variable
         assert all(not alias.startswith(("GATEWAY_", "CASSANDRA_")) for alias in spec.aliases)
         assert "\n" not in spec.description and spec.description, spec.variable
     assert alias_warnings(Settings, {}) == []
