@@ -139,6 +139,7 @@ from strawberry import dataloader as strawberry_dataloader
 from strawberry.dataloader import Batch, DataLoader, DefaultCache, LoaderTask, get_current_batch
 from strawberry.extensions import runner as strawberry_runner
 from strawberry.extensions.runner import SchemaExtensionsRunner
+from strawberry.http.async_base_view import AsyncBaseHTTPView
 from strawberry.schema import schema as strawberry_schema_module
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext, validate_document
 from strawberry.schema.schema_converter import GraphQLCoreConverter
@@ -162,6 +163,7 @@ __all__ = [
     "LoaderTask",
     "SchemaExtensionsRunner",
     "StrawberryExecutor",
+    "StreamPartsHook",
     "get_current_batch",
     "graphql_schema",
     "int_output",
@@ -330,3 +332,25 @@ def resolve_info(info: Info) -> GraphQLResolveInfo[Any]:
     """graphql-core's resolve info behind Strawberry's ``Info``."""
     raw: GraphQLResolveInfo[Any] = info._raw_info
     return raw
+
+
+class StreamPartsHook:
+    """Strawberry's HTTP view formats each part of an incremental (``@defer``/``@stream``)
+    response in its private ``_process_stream_result``; a view with this mixin (before the
+    view class) is asked first, through :meth:`stream_part` (None: Strawberry's own part).
+    Not in :data:`REACHES` (that would fence every method the gateway's view overrides):
+    ``tests/unit/test_upstream_fences.py`` checks the one private method it replaces."""
+
+    #: What this hook replaces, as ``REACHES`` would list it.
+    REPLACES = (AsyncBaseHTTPView, "_process_stream_result", "(self, request, value, all_pending)")
+
+    async def stream_part(
+        self, request: Any, value: Any, all_pending: list[Any]
+    ) -> tuple[Any, list[Any]] | None:
+        return None
+
+    async def _process_stream_result(self, request: Any, value: Any, all_pending: list[Any]) -> Any:
+        part = await self.stream_part(request, value, all_pending)
+        if part is not None:
+            return part
+        return await super()._process_stream_result(request, value, all_pending)  # type: ignore[misc]

@@ -206,7 +206,9 @@ def measured(
                             result.extensions = {**(result.extensions or {}), **totals}
                     yield result
 
-    return results._replace(subsequent_results=subsequent())
+    return ExperimentalIncrementalExecutionResults(
+        initial_result=results.initial_result, subsequent_results=subsequent()
+    )
 
 
 async def abandon(results: ExperimentalIncrementalExecutionResults) -> None:

@@ -33,6 +33,7 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from gateway.graph.executor_internals import StreamPartsHook
 from gateway.http.caching import NO_STORE, VARY, add_vary, cache_get_answer
 from gateway.http.incremental import (
     BATCHED,
@@ -103,7 +104,7 @@ def too_large(size: int, limit: int) -> dict[str, Any]:
     return {"errors": [{"message": message, "extensions": {"code": "QUERY_TOO_COMPLEX", "limit": limit}}]}
 
 
-class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
+class GraphQLOverHTTPView(StreamPartsHook, GraphQLView[Context, RootValue]):
     def __init__(
         self,
         *,
@@ -275,13 +276,13 @@ class GraphQLOverHTTPView(GraphQLView[Context, RootValue]):
         request[DELIVERY] = delivery
         return measured(result, context, delivery)
 
-    async def _process_stream_result(
+    async def stream_part(
         self, request: web.Request, value: Any, all_pending: list[Any]
-    ) -> tuple[GraphQLHTTPResponse, list[Any]]:
+    ) -> tuple[GraphQLHTTPResponse, list[Any]] | None:
         """One part of an incremental response, in the shape the client asked for."""
         delivery = request.get(DELIVERY)
         if delivery is None:  # a stream this view does not deliver: Strawberry's own parts
-            return await super()._process_stream_result(request, value, all_pending)
+            return None
         if isinstance(value, InitialIncrementalExecutionResult):
             processed = await self.process_result(request, value)  # type: ignore[arg-type]
             payload = delivery.initial(value, cast(dict[str, Any], processed))

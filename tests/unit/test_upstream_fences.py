@@ -447,3 +447,8 @@ def test_subclasses_of_fenced_classes_override_only_listed_methods() -> None:
     ]
     assert not unlisted, "\n".join(unlisted)
     assert any(name == "execute_fields" for _, _, name in _overrides())
+
+
+def test_the_stream_parts_hook_replaces_what_strawberry_calls() -> None:
+    owner, name, spec = executor_internals.StreamPartsHook.REPLACES
+    assert problem(owner, name, spec) is None, problem(owner, name, spec)
