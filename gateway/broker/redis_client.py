@@ -107,7 +107,11 @@ async def _as_redis_errors() -> AsyncIterator[None]:
     """The cluster client's own failures (no master reachable, a slot no master serves) are
     not ``RedisError``s; its callers handle a lost broker as one, so they become one. So does
     a write on a connection torn down under it, which redis-py 8.1 leaks as the transport's
-    ``AttributeError``/``TypeError`` on ``None`` (redis/redis-py#4287)."""
+    ``AttributeError``/``TypeError`` on ``None`` (redis/redis-py#4287). redis-py 8.1 tears
+    connections down under their callers after any connection error or timeout on a node:
+    ``ClusterNode.disconnect_free_connections`` awaits each free connection's disconnect
+    while it stays in the free list, so a concurrent call can take it half closed. One
+    timeout in a burst can so fail a few calls beside it; they count as a lost broker."""
     try:
         yield
     except RedisClusterException as exc:
