@@ -1,6 +1,6 @@
 """Command line: ``gateway serve [--workers N] | cassandra start|stop|kill|status [--nodes N]
-[--node I] | redis start|stop|status | migrate | schema | seed | settings [--markdown]``, the
-counter repairs ``mail-recount``, ``blog-recount`` and ``rooms-recount``, and
+[--node I] | redis start|stop|status [--cluster] [--node I] | migrate | schema | seed | settings
+[--markdown]``, the counter repairs ``mail-recount``, ``blog-recount`` and ``rooms-recount``, and
 ``backfill [<domain> ...]``.
 
 The ``cassandra`` and ``redis`` commands, and the others without contact points, use the
@@ -233,6 +233,34 @@ def cmd_redis(action: str) -> int:
     return 0 if action != "status" or status.running else 3
 
 
+def cmd_redis_cluster(action: str, node: int | None) -> int:
+    """The local Redis Cluster, or one master of it; prints its ``GATEWAY_BROKER_URL``."""
+    tooling = _tooling()
+    with _dev_tooling():
+        from devnode.redis import LocalRedisCluster
+
+        cluster = LocalRedisCluster(tooling)
+        if node is not None:
+            cluster.master(node)
+        if action == "start" and node is None:
+            cluster.start()
+        elif action == "start":
+            cluster.start_node(node or 1)
+        elif action == "stop":
+            cluster.stop(node)
+        status = cluster.status()
+    shown = range(len(cluster.masters)) if node is None else [node - 1]
+    for index in shown:
+        master, state = status.nodes[index], status.states[index]
+        running = "running" if master.running else "stopped"
+        pid = f" (pid {master.pid})" if master.pid else ""
+        slots = f", cluster_state:{state}" if state else ""
+        print(f"master {index + 1} on 127.0.0.1:{master.port}: {running}{pid}{slots}; home {master.home}")
+    print(f"GATEWAY_BROKER_URL={cluster.url}")
+    wanted = [status.nodes[index].running for index in shown]
+    return 0 if action != "status" or all(wanted) else 3
+
+
 def cmd_migrate(settings: Settings) -> int:
     db, applied = _connected(settings)
     db.shutdown()
@@ -346,8 +374,17 @@ def main(argv: list[str] | None = None) -> int:
         help="a ring of N nodes on 127.0.0.2 and up instead of the single node (default 1; 3 with --node)",
     )
     cassandra.add_argument("--node", type=int, metavar="I", help="only node I (1-based) of the ring")
-    redis = sub.add_parser("redis", help="manage the local Redis server (GATEWAY_REDIS_PORT)")
+    redis = sub.add_parser(
+        "redis",
+        help="manage the local Redis server (GATEWAY_REDIS_PORT), or a local Redis Cluster (--cluster)",
+    )
     redis.add_argument("action", choices=["start", "stop", "status"])
+    redis.add_argument(
+        "--cluster",
+        action="store_true",
+        help="a Redis Cluster of three masters from GATEWAY_REDIS_CLUSTER_PORT on, instead of the one server",
+    )
+    redis.add_argument("--node", type=int, metavar="I", help="only master I (1-based) of the cluster")
     sub.add_parser("migrate", help="apply pending cql/ migrations")
     sub.add_parser("seed", help="load demo data")
     sub.add_parser("schema", help="print the GraphQL SDL")
@@ -414,6 +451,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "cassandra":
         return cmd_cassandra(settings, args.action, args.nodes, args.node)
     if args.command == "redis":
+        if args.node is not None and not args.cluster:
+            raise _CommandFailed("--node needs --cluster")
+        if args.cluster:
+            return cmd_redis_cluster(args.action, args.node)
         return cmd_redis(args.action)
     if args.command == "settings":
         return cmd_settings(settings)

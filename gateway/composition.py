@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import redis.asyncio as aioredis
 import strawberry
 from aiohttp import web
 from cross_web import AiohttpHTTPRequestAdapter
@@ -26,7 +25,7 @@ from cross_web import AiohttpHTTPRequestAdapter
 from gateway.broker.memory import InProcessPubSub, MemoryPresenceBoard
 from gateway.broker.presence import PresenceBoard
 from gateway.broker.pubsub import PubSub
-from gateway.broker.redis_client import close_within, redis_client
+from gateway.broker.redis_client import BrokerClient, close_within, redis_client
 from gateway.broker.redis_presence import RedisPresenceBoard
 from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.contacts.fanout import FanoutWorker
@@ -80,7 +79,7 @@ class Composition:
     install_routes: Callable[[web.Application], None]
     workers: list[Worker] = field(default_factory=list)
     #: The connection pool of state kept in the broker; None without one.
-    broker_client: aioredis.Redis | None = None
+    broker_client: BrokerClient | None = None
 
     async def aclose(self) -> None:
         """Let go of the live hub and the broker (its pub/sub and its pool); the database is
@@ -99,7 +98,7 @@ def pubsub_of(settings: Settings) -> PubSub:
     return RedisPubSub(settings.broker_url, event_codec(), namespace=settings.keyspace)
 
 
-def broker_client(settings: Settings) -> aioredis.Redis | None:
+def broker_client(settings: Settings) -> BrokerClient | None:
     """The connection pool for state kept in the broker (rate limits, persisted queries);
     None without ``GATEWAY_BROKER_URL``. Calls fail fast: callers decide what a failure means."""
     if not settings.broker_url:
@@ -114,12 +113,12 @@ def broker_client(settings: Settings) -> aioredis.Redis | None:
     )
 
 
-def limiter_of(client: aioredis.Redis | None, settings: Settings) -> RateLimiter | None:
+def limiter_of(client: BrokerClient | None, settings: Settings) -> RateLimiter | None:
     """Rate-limit state in the broker, namespaced by keyspace; None: in this process."""
     return None if client is None else RedisRateLimiter(client, namespace=settings.keyspace)
 
 
-def board_of(client: aioredis.Redis | None, settings: Settings) -> PresenceBoard:
+def board_of(client: BrokerClient | None, settings: Settings) -> PresenceBoard:
     """Presence in the broker, namespaced by keyspace; without one, this process's sockets."""
     if client is None:
         return MemoryPresenceBoard()
@@ -127,7 +126,7 @@ def board_of(client: aioredis.Redis | None, settings: Settings) -> PresenceBoard
     return RedisPresenceBoard(client, namespace=settings.keyspace, ttl=ttl, refresh=ttl / 3)
 
 
-def documents_of(client: aioredis.Redis | None, settings: Settings) -> DocumentStore | None:
+def documents_of(client: BrokerClient | None, settings: Settings) -> DocumentStore | None:
     """Persisted queries in the broker, namespaced by keyspace; None: in this process."""
     return None if client is None else RedisDocumentStore(client, namespace=settings.keyspace)
 

@@ -16,10 +16,12 @@ import pytest
 import redis.asyncio as aioredis
 
 from devnode.common import pid_alive, port_open
-from devnode.redis import RedisServer
+from devnode.redis import LocalRedisCluster, RedisServer
+from devnode.redis.cluster import cluster_info
 from gateway.settings import Settings
 from gateway.settings.tooling import ToolingSettings
 from tests.cli import run_cli
+from tests.redis_helpers import connection, redis_cluster
 
 
 def _free_port() -> int:
@@ -114,3 +116,46 @@ async def test_cli_status_of_a_stopped_server_exits_3(base_settings: Settings, t
     code, out = await run_cli(base_settings, "redis", "status", env=env)
     assert code == 3, out
     assert f"Redis on redis://127.0.0.1:{port}/0: stopped; home {tmp_path / f'redis-{port}'}" in out
+
+
+async def test_a_local_cluster_forms_once_is_reused_and_a_master_stops_and_rejoins(tmp_path: Path) -> None:
+    """Three masters, formed with redis-cli; started again, the cluster is reused (not formed
+    twice); a master stopped and started again serves its slots again (its nodes.conf kept)."""
+    with redis_cluster(tmp_path) as cluster:
+        status = cluster.status()
+        assert status.ok and [node.running for node in status.nodes] == [True] * 3
+        lines: list[str] = []
+        own = ToolingSettings(cassandra_home=tmp_path)
+        again = LocalRedisCluster(own, progress=lines.append, ports=_ports(cluster), home=cluster.home)
+        again.start()
+        assert not any(line.startswith("forming") for line in lines), lines
+        slots = cluster_info(cluster.ports[1])
+        assert slots is not None and slots["cluster_slots_assigned"] == "16384"
+
+        cluster.stop(2)
+        stopped = cluster.status()
+        assert [node.running for node in stopped.nodes] == [True, False, True]
+        assert stopped.states[1] is None
+        cluster.start_node(2)
+        assert cluster.status().ok
+        async with connection(cluster.url) as client:
+            await client.set("devnode-cluster", "yes")
+            assert await client.get("devnode-cluster") == b"yes"
+
+
+async def test_cli_status_of_a_stopped_cluster_exits_3_and_node_needs_cluster(
+    base_settings: Settings, tmp_path: Path
+) -> None:
+    env = {"GATEWAY_CASSANDRA_HOME": str(tmp_path), "GATEWAY_REDIS_CLUSTER_PORT": "7400"}
+    code, out = await run_cli(base_settings, "redis", "status", "--cluster", env=env)
+    assert code == 3, out
+    assert "master 2 on 127.0.0.1:7401: stopped" in out
+    assert "GATEWAY_BROKER_URL=redis+cluster://127.0.0.1:7400,127.0.0.1:7401,127.0.0.1:7402" in out
+    code, out = await run_cli(base_settings, "redis", "stop", "--node", "2", env=env)
+    assert code != 0 and "--node needs --cluster" in out, out
+    code, out = await run_cli(base_settings, "redis", "stop", "--cluster", "--node", "4", env=env)
+    assert code != 0 and "--node must be 1 to 3, got 4" in out, out
+
+
+def _ports(cluster: LocalRedisCluster) -> list[tuple[int, int]]:
+    return [(master.port, master.cluster_port or 0) for master in cluster.masters]

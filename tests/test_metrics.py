@@ -157,7 +157,47 @@ async def test_subscriptions_and_websockets_are_gauged_while_open(make_server: S
 
 async def test_an_unreachable_broker_shows_in_the_broker_gauge(make_server: ServerFactory) -> None:
     api, _ = await make_server(broker_url="redis://127.0.0.1:1/0")
-    assert value(await scrape(api), "gateway_broker_up") == 0
+    samples = await scrape(api)
+    assert value(samples, "gateway_broker_up") == 0
+    shards = ("gateway_broker_shards_unreachable", "gateway_broker_shards")
+    assert [value(samples, name) for name in shards] == [1, 1]
+
+
+async def test_deliveries_show_their_lag_sockets_their_presence_and_the_driver_its_hosts(
+    make_server: ServerFactory,
+) -> None:
+    """Without a broker: no shard; each event a subscription takes is one observation of the
+    delivery lag; a user with a socket open is one presence claim; the Cassandra hosts are
+    the driver's (the test node: one, up)."""
+    api, _ = await make_server()
+    samples = await scrape(api)
+    assert (value(samples, "gateway_broker_up"), value(samples, "gateway_broker_shards")) == (1, 0)
+    assert value(samples, "gateway_cassandra_hosts_up") == value(samples, "gateway_cassandra_hosts") >= 1
+    assert value(samples, "gateway_presence_claims") == 0
+    reader, writer = await api.sign_up("lagr"), await api.sign_up("lagw")
+    received: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def listen() -> None:
+        async with api.websocket(reader.token) as session:
+            async for result in session.subscribe(GraphQLRequest(INBOX)):
+                await received.put(result)
+
+    task = asyncio.create_task(listen())
+    try:
+        await until(api, "gateway_active_subscriptions", 1)
+        await until(api, "gateway_presence_claims", 1)
+        lagged = value(await scrape(api), "gateway_subscription_delivery_lag_seconds_count")
+        for n in range(3):
+            await api.ok(SEND, {"to": reader.login, "content": f"hello {n}", "key": None}, token=writer.token)
+            await asyncio.wait_for(received.get(), WAIT)
+        samples = await scrape(api)
+        assert value(samples, "gateway_subscription_delivery_lag_seconds_count") - lagged == 3
+        top = value(samples, "gateway_subscription_delivery_lag_seconds_bucket", le="+Inf")
+        assert top == value(samples, "gateway_subscription_delivery_lag_seconds_count")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    await until(api, "gateway_presence_claims", 0)
 
 
 def test_operation_names_are_bounded() -> None:

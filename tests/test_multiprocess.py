@@ -1,4 +1,6 @@
-"""Three real gateway processes on their own ports, one Redis broker, the test run's keyspace.
+"""Three real gateway processes on their own ports, one broker, the test run's keyspace; every
+test runs against one Redis server and against a Redis Cluster of three masters (sharded
+pub/sub, state keyed to one master each).
 
 Each test talks to a chosen process, so what it proves is that an event, a revocation,
 a persisted query or a rate limit crossed processes: it can only have travelled through
@@ -18,7 +20,6 @@ from typing import Any
 import pytest
 from gql import GraphQLRequest
 
-from devnode.redis import RedisServer
 from gateway.broker.sessions import REVOCATIONS
 from gateway.contacts.events import contacts_channel
 from gateway.messenger.events import user_messages_channel
@@ -26,7 +27,7 @@ from gateway.rooms.events import room_channel
 from gateway.settings import Settings
 from tests.client import Account, Api
 from tests.processes import Gateway, start_gateway
-from tests.redis_helpers import WAIT, redis_server, wait_subscribers
+from tests.redis_helpers import BROKER_KINDS, WAIT, Broker, private_broker, wait_subscribers
 from tests.test_blog_support import ADD_COMMENT, comment_input, publish
 from tests.test_contacts import concurrent_claims_of_one_identity_one_wins
 from tests.test_contacts_support import DISCOVERED, UPLOAD, fresh_phone, linked
@@ -45,16 +46,16 @@ RECEIVED = "subscription { messageReceived { id content sender { login } } }"
 ROOM = "subscription($r: String!) { roomMessages(room: $r) { content systemMessage } }"
 
 
-@pytest.fixture(scope="module")
-def broker(base_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
+@pytest.fixture(scope="module", params=BROKER_KINDS)
+def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with private_broker(request.param, tmp_path_factory.mktemp(request.param)) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
 async def gateways(
     base_settings: Settings,
-    broker: RedisServer,
+    broker: Broker,
     server: Any,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[tuple[Gateway, Gateway, Gateway]]:
@@ -98,7 +99,7 @@ async def _subscription(
 
 
 async def test_a_message_sent_on_a_reaches_b_and_c_exactly_once(
-    gateways: tuple[Gateway, Gateway, Gateway], broker: RedisServer, base_settings: Settings
+    gateways: tuple[Gateway, Gateway, Gateway], broker: Broker, base_settings: Settings
 ) -> None:
     a, b, c = gateways
     alice = await a.api.sign_up("alice")
@@ -121,7 +122,7 @@ async def test_a_message_sent_on_a_reaches_b_and_c_exactly_once(
 
 
 async def test_a_room_deleted_on_a_ends_the_subscription_on_b(
-    gateways: tuple[Gateway, Gateway, Gateway], broker: RedisServer, base_settings: Settings
+    gateways: tuple[Gateway, Gateway, Gateway], broker: Broker, base_settings: Settings
 ) -> None:
     a, b, _ = gateways
     alice = await a.api.sign_up("alice")
@@ -138,7 +139,7 @@ async def test_a_room_deleted_on_a_ends_the_subscription_on_b(
 
 async def test_a_contact_discovered_on_a_is_announced_on_b(
     gateways: tuple[Gateway, Gateway, Gateway],
-    broker: RedisServer,
+    broker: Broker,
     base_settings: Settings,
     codes: CodeReceiver,
 ) -> None:
@@ -165,7 +166,7 @@ async def test_concurrent_sends_on_two_processes_count_exactly(
 
 
 async def test_sign_out_on_a_closes_the_sessions_socket_on_b_with_4403(
-    gateways: tuple[Gateway, Gateway, Gateway], broker: RedisServer, base_settings: Settings
+    gateways: tuple[Gateway, Gateway, Gateway], broker: Broker, base_settings: Settings
 ) -> None:
     """B's socket runs a subscription and sends nothing more: only the revocation
     published through Redis can tell it (without a broker it would live until expiry)."""
@@ -184,7 +185,7 @@ async def test_sign_out_on_a_closes_the_sessions_socket_on_b_with_4403(
 
 
 async def test_sign_out_on_a_closes_sockets_authorised_by_header_or_by_mutation_on_b(
-    gateways: tuple[Gateway, Gateway, Gateway], broker: RedisServer, base_settings: Settings
+    gateways: tuple[Gateway, Gateway, Gateway], broker: Broker, base_settings: Settings
 ) -> None:
     """However a socket on B became authenticated (the upgrade request's header, a
     ``signIn`` sent over it), a sign-out on A reaches it through Redis."""

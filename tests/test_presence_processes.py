@@ -3,7 +3,8 @@ online by a subscriber on another, a close is seen as offline with the time, and
 users of a process killed with SIGKILL go offline by themselves once its claims lapse.
 
 The processes run with ``GATEWAY_PRESENCE_TTL_SECONDS=3`` (claims renewed every second),
-so the killed-process test waits seconds, not the default half minute."""
+so the killed-process test waits seconds, not the default half minute. Every test runs against
+one Redis server and against a Redis Cluster of three masters."""
 
 from __future__ import annotations
 
@@ -17,11 +18,10 @@ from typing import Any
 
 import pytest
 
-from devnode.redis import RedisServer
 from gateway.settings import Settings
 from gateway.users.presence import presence_channel
 from tests.processes import Gateway, start_gateway
-from tests.redis_helpers import WAIT, redis_server, wait_subscribers
+from tests.redis_helpers import BROKER_KINDS, WAIT, Broker, private_broker, wait_subscribers
 from tests.test_messenger import send
 from tests.test_presence import CHANGED, next_event, online, presence_of
 from tests.ws_protocol import TRANSPORT_WS, Socket
@@ -29,13 +29,13 @@ from tests.ws_protocol import TRANSPORT_WS, Socket
 TTL = 3.0
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
+@pytest.fixture(scope="module", params=BROKER_KINDS)
+def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with private_broker(request.param, tmp_path_factory.mktemp(request.param)) as server:
         yield server
 
 
-def _env(settings: Settings, broker: RedisServer) -> dict[str, str]:
+def _env(settings: Settings, broker: Broker) -> dict[str, str]:
     return {
         **settings.rate_variables(),
         "GATEWAY_BROKER_URL": broker.url,
@@ -45,7 +45,7 @@ def _env(settings: Settings, broker: RedisServer) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 async def pair(
-    base_settings: Settings, broker: RedisServer, server: Any, tmp_path_factory: pytest.TempPathFactory
+    base_settings: Settings, broker: Broker, server: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[tuple[Gateway, Gateway]]:
     logs = tmp_path_factory.mktemp("presence-gateways")
     env = _env(base_settings, broker)
@@ -56,7 +56,7 @@ async def pair(
 
 
 async def test_a_socket_on_a_is_seen_online_on_b_then_offline_with_the_time(
-    pair: tuple[Gateway, Gateway], broker: RedisServer, base_settings: Settings
+    pair: tuple[Gateway, Gateway], broker: Broker, base_settings: Settings
 ) -> None:
     a, b = pair
     alice = await a.api.sign_up("xpres")
@@ -102,7 +102,7 @@ async def test_sockets_on_both_processes_keep_the_user_online_until_the_last_clo
 
 async def test_the_users_of_a_killed_process_go_offline_within_the_bound(
     pair: tuple[Gateway, Gateway],
-    broker: RedisServer,
+    broker: Broker,
     base_settings: Settings,
     tmp_path: Path,
 ) -> None:

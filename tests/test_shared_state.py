@@ -1,6 +1,7 @@
 """State the broker keeps or carries for every process (rate limits, persisted queries,
 session revocations): what it holds, and what each kind does while the broker is down,
-on a private Redis the tests stop.
+on a private broker the tests stop: one Redis server, and a Redis Cluster of three masters
+(each key on the master of its slot; the whole cluster stopped).
 
 Across real processes the same state is proven shared in ``test_multiprocess.py``.
 """
@@ -8,28 +9,33 @@ Across real processes the same state is proven shared in ``test_multiprocess.py`
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-import redis.asyncio as aioredis
+import pytest
 from aiohttp import web
 
-from devnode.redis import RedisServer
 from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.broker.sessions import REVOCATIONS
 from gateway.http.session_watch import BROKER_POLL_SECONDS
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.client import Api, Response
-from tests.redis_helpers import WAIT, private_redis, wait_subscribers
+from tests.redis_helpers import BROKER_KINDS, WAIT, Broker, connection, private_broker, wait_subscribers
 from tests.test_messenger import send
 from tests.test_persisted_queries import codes, persisted, post
 from tests.test_rate_limits import sign_in
 from tests.ws_protocol import TRANSPORT_WS, Socket
 
-__all__ = ["private_redis"]
+
+@pytest.fixture(params=BROKER_KINDS)
+def private_redis(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Broker]:
+    with private_broker(request.param, tmp_path) as broker:
+        yield broker
 
 
-async def _brokered(make_server: Any, server: RedisServer, **overrides: Any) -> tuple[Api, web.Application]:
+async def _brokered(make_server: Any, server: Broker, **overrides: Any) -> tuple[Api, web.Application]:
     api, app = await make_server(broker_url=server.url, **overrides)
     pubsub = app[SERVICES].pubsub
     assert isinstance(pubsub, RedisPubSub)
@@ -39,15 +45,15 @@ async def _brokered(make_server: Any, server: RedisServer, **overrides: Any) -> 
 
 async def _keys(url: str, pattern: str) -> dict[str, int]:
     """The keys matching ``pattern``, each with its time to live in milliseconds."""
-    connection = aioredis.from_url(url)
-    try:
-        return {key.decode(): await connection.pttl(key) async for key in connection.scan_iter(pattern)}
-    finally:
-        await connection.aclose()
+    async with connection(url) as client:
+        if "*" not in pattern:  # one key: asked of its own master, no scan of every key
+            ttl = await client.pttl(pattern)
+            return {} if ttl == -2 else {pattern: ttl}
+        return {key.decode(): await client.pttl(key) async for key in client.scan_iter(pattern)}
 
 
 async def test_buckets_and_failures_live_in_the_broker_and_expire_when_idle(
-    make_server: Any, private_redis: RedisServer, base_settings: Settings
+    make_server: Any, private_redis: Broker, base_settings: Settings
 ) -> None:
     api, _ = await _brokered(make_server, private_redis, rate_sends="60/m")
     alice = await api.sign_up("keyed")
@@ -74,7 +80,7 @@ async def test_buckets_and_failures_live_in_the_broker_and_expire_when_idle(
 
 
 async def test_a_lost_broker_refuses_sign_ins_and_allows_sends_until_it_is_back(
-    make_server: Any, private_redis: RedisServer
+    make_server: Any, private_redis: Broker
 ) -> None:
     api, _ = await _brokered(make_server, private_redis)
     alice = await api.sign_up("outage")
@@ -101,7 +107,7 @@ async def test_a_lost_broker_refuses_sign_ins_and_allows_sends_until_it_is_back(
 
 
 async def test_persisted_queries_degrade_to_full_queries_while_the_broker_is_down(
-    make_server: Any, private_redis: RedisServer
+    make_server: Any, private_redis: Broker
 ) -> None:
     api_a, _ = await _brokered(make_server, private_redis)
     api_b, _ = await _brokered(make_server, private_redis)
@@ -125,7 +131,7 @@ async def test_persisted_queries_degrade_to_full_queries_while_the_broker_is_dow
 
 
 async def test_a_sign_out_during_a_broker_outage_still_closes_the_socket(
-    make_server: Any, private_redis: RedisServer, base_settings: Settings
+    make_server: Any, private_redis: Broker, base_settings: Settings
 ) -> None:
     """The revocation cannot travel: the process's watch looks its sessions up instead,
     and the socket closes with 4403 within one poll interval, without sending anything."""
@@ -146,7 +152,7 @@ async def test_a_sign_out_during_a_broker_outage_still_closes_the_socket(
 
 
 async def test_a_burst_beyond_the_broker_connections_waits_instead_of_failing_closed(
-    make_server: Any, private_redis: RedisServer
+    make_server: Any, private_redis: Broker
 ) -> None:
     """200 sign-ins at once, each two limiter calls, over a pool of 64 connections:
     a busy broker is not a lost one, so none is refused as UNAVAILABLE."""

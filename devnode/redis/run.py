@@ -67,13 +67,28 @@ def ping(port: int) -> bool:
     return _command(port, "PING") == b"+PONG"
 
 
-class RedisServer:
-    """The local Redis server for ``tooling.redis_port``, kept in the per-user cache."""
+#: Milliseconds before the other masters count an unanswering master as failed.
+CLUSTER_NODE_TIMEOUT_MS = 3000
 
-    def __init__(self, tooling: ToolingSettings, progress: Progress = print_progress) -> None:
+
+class RedisServer:
+    """The local Redis server for ``tooling.redis_port``, kept in the per-user cache; or, given
+    ``port``, ``home`` and ``cluster_port``, one master of a local Redis Cluster
+    (:class:`devnode.redis.cluster.LocalRedisCluster`)."""
+
+    def __init__(
+        self,
+        tooling: ToolingSettings,
+        progress: Progress = print_progress,
+        *,
+        port: int | None = None,
+        home: Path | None = None,
+        cluster_port: int | None = None,
+    ) -> None:
         self._progress = progress
-        self.port = tooling.redis_port
-        self.home = tooling.cassandra_home.expanduser().resolve() / f"redis-{self.port}"
+        self.port = tooling.redis_port if port is None else port
+        self.cluster_port = cluster_port
+        self.home = home or tooling.cassandra_home.expanduser().resolve() / f"redis-{self.port}"
         self._data = self.home / "data"
         self._log = self.home / "redis.log"
         self._pid_file = self.home / "redis.pid"
@@ -114,6 +129,7 @@ class RedisServer:
                     "--appendonly", "no",
                     "--dir", str(self._data),
                     "--logfile", "",
+                    *self._cluster_args(),
                 ]  # fmt: skip
                 pid = launch_detached("redis-server", args, self._log, self.home)
                 write_pid(self._pid_file, pid)
@@ -155,6 +171,21 @@ class RedisServer:
                 self._pid_file.unlink(missing_ok=True)
         except OSError as exc:
             raise DevNodeError(f"Local Redis in {self.home}: {exc}") from exc
+
+    def _cluster_args(self) -> list[str]:
+        """A cluster master: its slots map in ``data/nodes.conf`` (kept across restarts, so a
+        restarted master takes its slots back), its bus on ``cluster_port``. The masters that
+        stay serve their slots while one is down (``cluster-require-full-coverage no``)."""
+        if self.cluster_port is None:
+            return []
+        return [
+            "--cluster-enabled", "yes",
+            "--cluster-config-file", "nodes.conf",
+            "--cluster-port", str(self.cluster_port),
+            "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
+            "--cluster-require-full-coverage", "no",
+            "--cluster-allow-pubsubshard-when-down", "yes",
+        ]  # fmt: skip
 
     def status(self) -> RedisStatus:
         """A snapshot without side effects; ``ping`` is true whoever answers on the port."""

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +31,8 @@ class InProcessPubSub:
     def __init__(self, queue_size: int = 1000) -> None:
         self._queue_size = queue_size
         self._subscribers: dict[str, set[asyncio.Queue[Any]]] = defaultdict(set)
+        #: Told, for each event a subscriber takes, the seconds since it was published.
+        self.lag_listener: Callable[[float], None] | None = None
         self.tracer: Tracer | None = None
 
     @property
@@ -52,9 +55,10 @@ class InProcessPubSub:
             self._hand_out(channel, message)
 
     def _hand_out(self, channel: str, message: Any) -> None:
+        item = (message, time.monotonic())
         for queue in list(self._subscribers.get(channel, ())):
             try:
-                queue.put_nowait(message)
+                queue.put_nowait(item)
             except asyncio.QueueFull:
                 log.warning("subscriber of %s fell behind; ending its subscription", channel)
                 self._end(channel, queue)
@@ -92,9 +96,12 @@ class InProcessPubSub:
 
         async def messages() -> AsyncIterator[Any]:
             while True:
-                message = await queue.get()
-                if message is _CLOSED:
+                item = await queue.get()
+                if item is _CLOSED:
                     return
+                message, at = item
+                if self.lag_listener is not None:
+                    self.lag_listener(time.monotonic() - at)
                 yield message
 
         try:
@@ -108,9 +115,16 @@ class MemoryPresenceBoard:
 
     def __init__(self) -> None:
         self._joined: Counter[str] = Counter()
+        #: Told how many users have a socket open here, at every change.
+        self.claims_listener: Callable[[int], None] | None = None
+
+    def _claimed(self) -> None:
+        if self.claims_listener is not None:
+            self.claims_listener(len(self._joined))
 
     async def join(self, login: str) -> bool:
         self._joined[login] += 1
+        self._claimed()
         return self._joined[login] == 1
 
     async def leave(self, login: str) -> bool:
@@ -118,6 +132,7 @@ class MemoryPresenceBoard:
         if self._joined[login] > 0:
             return False
         del self._joined[login]
+        self._claimed()
         return True
 
     async def online(self, logins: Iterable[str]) -> dict[str, datetime | None]:
@@ -128,3 +143,4 @@ class MemoryPresenceBoard:
 
     async def aclose(self) -> None:
         self._joined.clear()
+        self._claimed()

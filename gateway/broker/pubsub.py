@@ -18,8 +18,9 @@ from gateway.tracing import Span, SpanKind, Tracer
 
 __all__ = ["BrokerState", "BrokerUnavailable", "PubSub", "publishing"]
 
-#: ``in-process``: no broker; ``ok``: the broker answers; ``unreachable``: it does not (yet).
-BrokerState = Literal["in-process", "ok", "unreachable"]
+#: ``in-process``: no broker; ``ok``: the broker answers; ``degraded``: some shards of a Redis
+#: Cluster answer, not all (their channels are unavailable); ``unreachable``: it does not (yet).
+BrokerState = Literal["in-process", "ok", "degraded", "unreachable"]
 
 
 class PubSub(Protocol):

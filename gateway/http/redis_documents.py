@@ -35,7 +35,7 @@ LOCAL_DOCUMENTS = 1000
 class RedisDocumentStore:
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: aioredis.Redis | aioredis.RedisCluster,
         *,
         namespace: str,
         ttl_seconds: int = TTL_SECONDS,

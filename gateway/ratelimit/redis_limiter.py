@@ -7,6 +7,13 @@ its state would be no state at all (a full bucket, failures forgotten), so idle
 buckets vanish on their own. Keys are ``<namespace>:rate:<rule>:<key>``, the
 namespace being the keyspace, as for the broker's channels.
 
+On a Redis Cluster each bucket is one key, so each script runs on the master of
+that key's slot. There the scripts are sent whole (``EVAL``) rather than by their
+hash: redis-py 8.1's cluster client, loading a script into every master after a
+``NOSCRIPT`` answer while other calls are in flight, tears down connections under
+them (a burst of sign-ins after a master's restart would fail). Redis caches a
+script it was sent, so this costs only the script's bytes.
+
 When Redis cannot be reached (or does not answer within ``timeout``), calls raise
 :class:`LimiterUnavailable`; the policy decides per limit whether that refuses or
 allows (``policy.py``). After a failure Redis is not asked again for ``retry_after``
@@ -80,10 +87,21 @@ return {1, '0'}
 """
 
 
+class _Sent:
+    """A script sent whole with every call (``EVAL``), called like redis-py's ``Script``."""
+
+    def __init__(self, client: aioredis.RedisCluster, script: str) -> None:
+        self._client = client
+        self._script = script
+
+    def __call__(self, keys: list[str], args: list[Any]) -> Any:
+        return self._client.eval(self._script, len(keys), *keys, *args)
+
+
 class RedisRateLimiter:
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: aioredis.Redis | aioredis.RedisCluster,
         *,
         namespace: str,
         retry_after: float = 1.0,
@@ -93,8 +111,12 @@ class RedisRateLimiter:
         self._prefix = f"{namespace}:rate:"
         self._retry_after = retry_after
         self._forget_after = forget_after
-        self._take = client.register_script(_TAKE)
-        self._attempt = client.register_script(_ATTEMPT)
+        self._take: Any
+        self._attempt: Any
+        if isinstance(client, aioredis.RedisCluster):
+            self._take, self._attempt = _Sent(client, _TAKE), _Sent(client, _ATTEMPT)
+        else:
+            self._take, self._attempt = client.register_script(_TAKE), client.register_script(_ATTEMPT)
         self._down_until = 0.0
 
     async def _run(self, script: Any, key: str, *args: float | int) -> Decision:

@@ -15,7 +15,9 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
+from gateway.broker.memory import InProcessPubSub, MemoryPresenceBoard
 from gateway.broker.pubsub import PubSub
+from gateway.broker.redis_presence import RedisPresenceBoard
 from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.composition import Composition, compose
 from gateway.db.migrations import migrate
@@ -36,7 +38,7 @@ from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
 from gateway.ratelimit.policy import Limit
 from gateway.server.drain import Drain
 from gateway.server.graphiql import add_static_routes, render_graphiql
-from gateway.server.metrics import UPGRADED, Exposure
+from gateway.server.metrics import UPGRADED, Exposure, GatewayMetrics
 from gateway.server.metrics import install as install_metrics
 from gateway.settings import Settings
 from gateway.tasks import cancel_and_wait
@@ -210,6 +212,31 @@ async def readyz(request: web.Request) -> web.Response:
     )
 
 
+def _observe(services: Services, metrics: GatewayMetrics) -> None:
+    """Hand the metrics what the broker, the presence board and the driver tell."""
+    pubsub = services.pubsub
+    metrics.set_broker_state(pubsub.state)
+    metrics.set_broker_shards(0, 0)
+    if isinstance(pubsub, RedisPubSub):
+        pubsub.state_listener = metrics.set_broker_state
+        pubsub.shards_listener = metrics.set_broker_shards
+        metrics.set_broker_shards(1, 1)
+    if isinstance(pubsub, RedisPubSub | InProcessPubSub):
+        pubsub.lag_listener = metrics.observe_delivery_lag
+    # The users domain's presence keeps its board there; the server names no domain.
+    board = getattr(services.presence, "board", None)
+    if isinstance(board, RedisPresenceBoard | MemoryPresenceBoard):
+        board.claims_listener = metrics.set_presence_claims
+
+    def cassandra_hosts() -> tuple[int, int]:
+        if not services.db.connected:
+            return 0, 0
+        hosts = services.db.session.cluster.metadata.all_hosts()
+        return len(hosts), sum(1 for host in hosts if host.is_up)
+
+    metrics.cassandra_hosts.count = cassandra_hosts
+
+
 def create_app(
     settings: Settings,
     *,
@@ -251,9 +278,7 @@ def create_app(
     services.metrics = metrics
     if services.live is not None:
         services.live.on_delivered = metrics.delivered
-    metrics.set_broker_state(services.pubsub.state)
-    if isinstance(services.pubsub, RedisPubSub):
-        services.pubsub.state_listener = metrics.set_broker_state
+    _observe(services, metrics)
     view = GatewayGraphQLView(
         services,
         drain=drain,

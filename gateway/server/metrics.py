@@ -6,8 +6,10 @@ several apps in one process (the tests) never mix their numbers. With
 mode: :func:`prepare_multiprocess_metrics` is called by the supervisor before
 it starts them, every worker writes its values to files in that directory, and
 ``/metrics`` on whichever worker answers the scrape adds up the files of all of
-them (gauges with their ``multiprocess_mode``: live sums for connections and
-subscriptions, the live minimum for the broker, so one worker without it shows).
+them (gauges with their ``multiprocess_mode``: live sums for connections,
+subscriptions and presence claims, the live minimum for the broker and the live
+maximum for its unreachable shards, so one worker without it shows). The Cassandra
+hosts are read at each scrape, as the answering process's driver sees them.
 
 Label values stay bounded: the operation name is chosen by the client, so only
 the first :data:`MAX_OPERATION_NAMES` distinct names (per process) get their own
@@ -49,6 +51,28 @@ _GRAPHQL_NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,99}")
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 STATEMENT_BUCKETS = (0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 100, 200, 500)
+LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+#: The Cassandra hosts the driver knows and how many of them it sees up, read at a scrape.
+HostCount = Callable[[], tuple[int, int]]
+
+
+class CassandraHosts(Collector):
+    """``gateway_cassandra_hosts`` and ``gateway_cassandra_hosts_up``, asked of the driver at
+    each scrape (no value to keep between scrapes, and none for a process not yet connected)."""
+
+    def __init__(self, count: HostCount | None = None) -> None:
+        self.count = count
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        known, up = self.count() if self.count is not None else (0, 0)
+        yield GaugeMetricFamily("gateway_cassandra_hosts", "Cassandra hosts the driver knows", value=known)
+        yield GaugeMetricFamily(
+            "gateway_cassandra_hosts_up",
+            "Cassandra hosts the driver sees up (0: Cassandra unreachable)",
+            value=up,
+        )
+
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -160,11 +184,39 @@ class GatewayMetrics:
         )
         self.broker_up = Gauge(
             "gateway_broker_up",
-            "1 when the broker answers (or none is configured), 0 while it is unreachable",
+            "1 when the broker (every shard of a Redis Cluster) answers, or none is configured; "
+            "0 while it or one of its shards is unreachable",
             multiprocess_mode="livemin",
             registry=r,
         )
         self.broker_up.set(1)
+        self.broker_shards = Gauge(
+            "gateway_broker_shards",
+            "Shards of the broker: the masters of a Redis Cluster, 1 for one Redis, 0 without a broker",
+            multiprocess_mode="livemax",
+            registry=r,
+        )
+        self.broker_shards_unreachable = Gauge(
+            "gateway_broker_shards_unreachable",
+            "Shards of the broker this process cannot reach (their channels' subscriptions are refused)",
+            multiprocess_mode="livemax",
+            registry=r,
+        )
+        self.delivery_lag = Histogram(
+            "gateway_subscription_delivery_lag_seconds",
+            "Seconds from an event's publication (in any process) to a subscription of this process "
+            "taking it for delivery",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.presence_claims = Gauge(
+            "gateway_presence_claims",
+            "Users with a WebSocket open on this process: its claims on the presence board",
+            multiprocess_mode="livesum",
+            registry=r,
+        )
+        self.cassandra_hosts = CassandraHosts()
+        r.register(self.cassandra_hosts)
         self.deliveries = Counter(
             "gateway_subscription_deliveries",
             "Subscription results written to sockets by the live hub",
@@ -215,7 +267,19 @@ class GatewayMetrics:
 
     def set_broker_state(self, state: str) -> None:
         """The broker's state as ``PubSub.state`` names it."""
-        self.broker_up.set(0 if state == "unreachable" else 1)
+        self.broker_up.set(1 if state in ("ok", "in-process") else 0)
+
+    def set_broker_shards(self, unreachable: int, shards: int) -> None:
+        """How many of the broker's shards this process cannot reach, of how many."""
+        self.broker_shards_unreachable.set(unreachable)
+        self.broker_shards.set(shards)
+
+    def observe_delivery_lag(self, seconds: float) -> None:
+        """An event taken by a subscription, ``seconds`` after it was published."""
+        self.delivery_lag.observe(seconds)
+
+    def set_presence_claims(self, users: int) -> None:
+        self.presence_claims.set(users)
 
     def count_rate_limited(self, rule: str) -> None:
         """A refusal that does not reach a GraphQL result (GraphQL ``RATE_LIMITED`` errors
@@ -230,6 +294,7 @@ class GatewayMetrics:
             return generate_latest(self.registry)
         registry = CollectorRegistry()
         MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]  # prometheus-client 0.26: unannotated
+        registry.register(self.cassandra_hosts)
         return generate_latest(registry)
 
     @web.middleware

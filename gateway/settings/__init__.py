@@ -224,7 +224,10 @@ class Settings:
         "GATEWAY_BROKER_URL",
         "",
         "`redis://host:port/db` of the Redis that gateway processes share subscriptions, session "
-        "revocations, persisted queries and rate limits through; empty: one process, all in memory",
+        "revocations, persisted queries and rate limits through, or "
+        "`redis+cluster://host:port,host:port,...` (`rediss+cluster://` for TLS) of a Redis Cluster "
+        "(7 or later) to discover from: events then go "
+        "through sharded pub/sub; empty: one process, all in memory",
         group=PROCESSES,
         check=broker_url_problem,
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gateway.settings.declare import (
     PORT,
+    Bounds,
     computed_setting,
     problems,
     raise_problems,
@@ -59,6 +60,15 @@ class ToolingSettings:
         "`<GATEWAY_CASSANDRA_HOME>/redis-<port>/`)",
         group=TOOLING,
         bounds=PORT,
+    )
+    redis_cluster_port: int = setting(
+        "GATEWAY_REDIS_CLUSTER_PORT",
+        6391,
+        "first port of the local Redis Cluster of `gateway redis start --cluster` (three masters "
+        "on this port and the next two, their cluster bus 10000 above; files in "
+        "`<GATEWAY_CASSANDRA_HOME>/redis-cluster-<port>/`)",
+        group=TOOLING,
+        bounds=Bounds("a port number up to 55533 (its bus port is 10000 above)", minimum=1, maximum=55533),
     )
 
     @classmethod

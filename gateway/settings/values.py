@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 from strawberry.http.websocket_origin import normalize_allowed_origins
 
@@ -103,10 +104,62 @@ def bucket_problem(variable: str, text: str) -> str | None:
     return f"{variable} must be 'year', 'month', 'day' or '<N>s', got {text!r}"
 
 
-def broker_url_problem(variable: str, text: str) -> str | None:
-    if not text or re.fullmatch(r"(rediss?|unix)://\S+", text):
+@dataclass(frozen=True)
+class ClusterUrl:
+    """``redis+cluster://[user:password@]host:port,host:port,...`` (``rediss+cluster://`` for
+    TLS): the masters to discover a Redis Cluster from (any reachable one is enough)."""
+
+    nodes: tuple[tuple[str, int], ...]
+    tls: bool
+    username: str | None
+    password: str | None
+
+    def node_url(self, host: str, port: int) -> str:
+        """A standalone URL of one node, with this URL's scheme and credentials."""
+        scheme = "rediss" if self.tls else "redis"
+        credentials = ""
+        if self.username is not None or self.password is not None:
+            user = quote(self.username or "", safe="")
+            credentials = f"{user}:{quote(self.password or '', safe='')}@"
+        return f"{scheme}://{credentials}{host}:{port}/0"
+
+
+_CLUSTER_URL = re.compile(r"(rediss?)\+cluster://(?:([^@/]*)@)?([^@/?#]+)/?(0)?")
+_NODE = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
+
+
+def cluster_url(text: str) -> ClusterUrl | None:
+    """The cluster a ``redis+cluster://`` URL names; None for any other URL. Raises
+    ``ValueError`` for a cluster URL that names no node or a malformed one."""
+    prefix = re.match(r"rediss?\+cluster://", text)
+    if prefix is None:
         return None
-    return f"{variable} must be redis://host:port/db, got {text!r}"
+    if text[prefix.end() :] in ("", "/", "/0"):
+        raise ValueError("it names no node")
+    match = _CLUSTER_URL.fullmatch(text)
+    if match is None:
+        raise ValueError("a cluster URL has no path but /0, no query and no fragment")
+    scheme, credentials, hosts = match.group(1), match.group(2), match.group(3)
+    nodes = []
+    for item in hosts.split(","):
+        node = _NODE.fullmatch(item)
+        if node is None or not 0 < int(node.group(2)) < 65536:
+            raise ValueError(f"{item!r} is not host:port")
+        nodes.append((node.group(1).strip("[]"), int(node.group(2))))
+    username = password = None
+    if credentials is not None:
+        user, _, secret = credentials.partition(":")
+        username, password = unquote(user) or None, unquote(secret) or None
+    return ClusterUrl(tuple(nodes), scheme == "rediss", username, password)
+
+
+def broker_url_problem(variable: str, text: str) -> str | None:
+    try:
+        if not text or cluster_url(text) is not None or re.fullmatch(r"(rediss?|unix)://\S+", text):
+            return None
+    except ValueError as exc:
+        return f"{variable} must be redis+cluster://host:port,host:port,...: {exc}, got {text!r}"
+    return f"{variable} must be redis://host:port/db or redis+cluster://host:port,host:port,..., got {text!r}"
 
 
 def replication_problem(variable: str, text: str) -> str | None:

@@ -62,3 +62,11 @@ def test_an_unregistered_type_fails_in_the_publisher(codec: EventCodec) -> None:
 def test_foreign_bytes_are_refused(codec: EventCodec, data: bytes) -> None:
     with pytest.raises(UnknownEvent):
         codec.decode(data)
+
+
+def test_a_frame_says_when_it_was_published_and_old_frames_still_decode(codec: EventCodec) -> None:
+    event = Discovery("tel", bytes(range(32)), "carol")
+    stamped = codec.encode(event, at=1_700_000_000.1234567)
+    assert codec.decode_stamped(stamped) == (event, 1_700_000_000.123457)
+    assert codec.decode_stamped(codec.encode(event)) == (event, None)
+    assert codec.decode_stamped(b'{"v": 1, "at": true}') == (1, None)

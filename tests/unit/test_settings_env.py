@@ -62,7 +62,10 @@ BAD: dict[Any, tuple[Any, str]] = {
     origins_problem: (("https://a.example/path",), ": Invalid origin 'https://a.example/path'"),
     networks_problem: (("10.0.0.1", "x"), ": not an IP address or CIDR: 'x'"),
     file_problem: (Path("/nonexistent/manifest.json"), ": no such file /nonexistent/manifest.json"),
-    broker_url_problem: ("localhost:6379", " must be redis://host:port/db, got 'localhost:6379'"),
+    broker_url_problem: (
+        "localhost:6379",
+        " must be redis://host:port/db or redis+cluster://host:port,host:port,..., got 'localhost:6379'",
+    ),
     replication_problem: ("three please", " must be 'SimpleStrategy:N' or 'dc1:3,dc2:3'"),
     keyspace_problem: ("1-bad", " is not a valid keyspace name: '1-bad'"),
     rate_problem: ("lots", ": expected '<count>/<period>'"),
@@ -415,7 +418,7 @@ def test_rate_variables_are_the_declared_rates() -> None:
 
 
 def test_the_gateway_settings_hold_no_local_tooling() -> None:
-    tooling = {"cassandra_home", "cassandra_heap", "cassandra_ring_heap", "redis_port"}
+    tooling = {"cassandra_home", "cassandra_heap", "cassandra_ring_heap", "redis_port", "redis_cluster_port"}
     assert {item.name for item in fields(ToolingSettings)} == tooling
     assert not tooling & {item.name for item in fields(Settings)}
     environ = {
