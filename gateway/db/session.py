@@ -327,7 +327,21 @@ class Database:
         except Exception as exc:
             cluster.shutdown()
             raise CassandraUnavailable(f"cannot connect to Cassandra at {points}: {exc}") from exc
+        present = {host.datacenter for host in cluster.metadata.all_hosts() if host.datacenter}
+        if s.local_dc is not None and s.local_dc not in present:
+            # Every node would be remote to the policy, and every statement NoHostAvailable.
+            cluster.shutdown()
+            raise CassandraUnavailable(
+                f"CASSANDRA_LOCAL_DC is {s.local_dc!r}, but the cluster at {points} has the "
+                f"datacenters {', '.join(sorted(present)) or 'unknown'}"
+            )
         self._cluster, self._session = cluster, session
+
+    def datacenters(self) -> set[str]:
+        """The datacenters of the cluster's nodes, as the driver's metadata knows them."""
+        if self._cluster is None:
+            return set()
+        return {host.datacenter for host in self._cluster.metadata.all_hosts() if host.datacenter}
 
     async def open(self) -> None:
         """Connect from a worker thread, the connections served on the running event
