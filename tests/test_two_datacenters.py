@@ -68,8 +68,10 @@ async def two_dc() -> AsyncIterator[CassandraRing]:
 def dc_settings(ring: CassandraRing, datacenter: str, keyspace: str | None = None) -> Settings:
     """A gateway whose statements go to ``datacenter``'s nodes, the keyspace in both."""
     settings = replace(
-        ring_settings(ring, "test_two_dc", replication=REPLICATION, local_dc=datacenter),
+        ring_settings(ring, "test_two_dc"),
         contact_points=tuple(ring.hosts_in(datacenter)),
+        replication=REPLICATION,
+        local_dc=datacenter,
     )
     settings = replace(settings, keyspace=keyspace) if keyspace else settings
     return settings.validate()
@@ -171,9 +173,10 @@ async def caught_up(
     """Everything written with dc2 down is there, read through the gateway on dc2: the sign-up
     (dave's session reads), the messages, both rooms' posts and the new room's membership."""
     api: Api = traffic.api
-    response = await api.call("{ me { login } }", token=dave.token)
+    response = await api.call("{ me { user { login } } }", token=dave.token)
     if response.errors or (response.data or {}).get("me") is None:
         return False  # dave's session, written with dc2 down, is not there yet
+    assert response.result["me"]["user"]["login"] == dave.login
     try:
         return (
             "dc2-down: hello bob" in await traffic.conversation(bob, alice)
