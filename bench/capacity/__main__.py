@@ -30,7 +30,10 @@ from bench.capacity import docs, inputs, model, partitions, workload
 def _report(w: workload.Workload, i: inputs.Inputs) -> None:
     r = model.rates(w)
     average = w.messages.per_month / workload.SECONDS_PER_MONTH
-    print(f"# {w.name}")
+    print(
+        f"# {w.name}: {w.users.registered:,.0f} registered, {w.users.monthly_active:,.0f} monthly active, "
+        f"{w.contacts.inverse_graph_keys:,.0f} keys in the inverse social graph"
+    )
     print(
         f"peak: {r.sends:,.0f} messages/s ({average:,.0f} on average × {w.messages.peak_factor:g}): "
         f"{r.direct:,.0f} direct, {r.room_posts:,.0f} in rooms; {r.deliveries:,.0f} deliveries/s; "

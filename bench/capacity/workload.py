@@ -17,7 +17,6 @@ class Users:
     registered: float
     monthly_active: float
     concurrent_sockets: float
-    subscriptions_per_socket: float
 
 
 @dataclass(frozen=True)

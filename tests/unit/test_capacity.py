@@ -96,7 +96,7 @@ def test_a_missing_input_names_the_command_or_the_figure(change: Any, message: s
 def _workload(**changes: dict[str, float]) -> workload.Workload:
     raw: dict[str, Any] = {
         "users": {
-            "registered": 1, "monthly_active": 1, "concurrent_sockets": 1000, "subscriptions_per_socket": 1,
+            "registered": 1, "monthly_active": 1, "concurrent_sockets": 1000,
         },
         "messages": {
             "per_month": 1000 * workload.SECONDS_PER_MONTH, "peak_factor": 2, "room_share": 0.5,
