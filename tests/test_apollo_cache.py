@@ -7,8 +7,8 @@ import json
 import time
 from typing import Any
 
-from tests.client import Api
-from tests.js_runner import run_node
+from tests.support.client import Api
+from tests.support.js_runner import run_node
 
 TALK_PARTNERS = "{ me { talkPartners(first: 10) { nodes { partner { login } } } } }"
 

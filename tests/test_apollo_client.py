@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from gateway.mail.attachment_store import CHUNK_SIZE
-from tests.client import Api
-from tests.js_runner import run_node
+from tests.support.client import Api
+from tests.support.js_runner import run_node
 
 #: Two chunks; the ranged download asks for 200 bytes across the boundary between them.
 FILE_SIZE = CHUNK_SIZE + 50_000

@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 
 from gateway.settings import Settings
-from tests.client import Api
+from tests.support.client import Api
 from tests.test_limits import NESTED
 
 FOLDERS = "{ me { folders { label } } }"

@@ -10,7 +10,7 @@ import pytest
 
 from bench import client as bench_client
 from bench.client import GraphQLClient, HttpError
-from tests.client import Api
+from tests.support.client import Api
 
 INTROSPECTION = "{ __schema { types { name fields { name } } } }"
 

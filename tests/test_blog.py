@@ -9,9 +9,7 @@ import pytest
 
 from gateway.db.timeline import Position
 from gateway.graph.pagination import position_cursor
-from tests.client import Api
-from tests.ids import uuid_of
-from tests.test_blog_support import (
+from tests.support.blog import (
     ADD_COMMENT,
     COMMENTS,
     POST,
@@ -24,6 +22,8 @@ from tests.test_blog_support import (
     unique_slug,
     unique_tag,
 )
+from tests.support.client import Api
+from tests.support.ids import uuid_of
 
 
 async def test_publish_read_comment_round_trip(api: Api) -> None:

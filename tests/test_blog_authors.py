@@ -12,9 +12,9 @@ from aiohttp import web
 
 from gateway.db.clock import new_timeuuid
 from gateway.server.app import SERVICES
-from tests.cli import run_cli
-from tests.client import Api
-from tests.test_blog_support import all_pages, publish, unique_slug
+from tests.support.blog import all_pages, publish, unique_slug
+from tests.support.cli import run_cli
+from tests.support.client import Api
 
 AUTHOR_POSTS = """query($login: String!, $first: Int, $after: String) {
   user(login: $login) { posts(first: $first, after: $after) {

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.client import Api
-from tests.test_blog_support import (
+from tests.support.blog import (
     ADD_COMMENT,
     COMMENTS,
     POST,
@@ -19,6 +18,7 @@ from tests.test_blog_support import (
     unique_slug,
     unique_tag,
 )
+from tests.support.client import Api
 
 POST_COUNT = "query($l: String!) { user(login: $l) { postCount } }"
 AUTHOR_SLUGS = """query($login: String!, $first: Int, $after: String) {

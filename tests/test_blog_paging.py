@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.client import Api
-from tests.test_blog_support import COMMENTS, POSTS, all_pages, comment, publish, unique_tag
+from tests.support.blog import COMMENTS, POSTS, all_pages, comment, publish, unique_tag
+from tests.support.client import Api
 
 AUTHOR_POSTS = """query($login: String!, $first: Int, $after: String) {
   user(login: $login) { posts(first: $first, after: $after) {

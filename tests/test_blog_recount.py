@@ -6,9 +6,9 @@ from aiohttp import web
 
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
-from tests.cli import run_cli
-from tests.client import Api
-from tests.test_blog_support import POST, comment, publish
+from tests.support.blog import POST, comment, publish
+from tests.support.cli import run_cli
+from tests.support.client import Api
 
 COUNTS = """query($slug: String!, $login: String!) {
   post(slug: $slug) { commentCount }

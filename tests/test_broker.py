@@ -27,8 +27,8 @@ from gateway.broker.sessions import REVOCATIONS
 from gateway.messenger.events import user_messages_channel
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
-from tests.client import Account, Api
-from tests.redis_helpers import WAIT, private_redis, wait_subscribers
+from tests.support.client import Account, Api
+from tests.support.redis_helpers import WAIT, private_redis, wait_subscribers
 from tests.test_messenger import send
 
 __all__ = ["private_redis"]

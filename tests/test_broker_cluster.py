@@ -24,8 +24,8 @@ from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.messenger.events import user_messages_channel
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
-from tests.client import Account, Api
-from tests.redis_helpers import WAIT, connection, master_of, redis_cluster, wait_subscribers
+from tests.support.client import Account, Api
+from tests.support.redis_helpers import WAIT, connection, master_of, redis_cluster, wait_subscribers
 from tests.test_broker import _broker_state, _readyz, _received
 from tests.test_messenger import send
 from tests.test_metrics import scrape, value

@@ -10,8 +10,8 @@ import aiohttp
 import brotli
 import pytest
 
-from tests.client import Account, Api
-from tests.mail_helpers import send_files
+from tests.support.client import Account, Api
+from tests.support.mail_helpers import send_files
 
 PAGE = """query($with: String!) {
   me { conversation(with: $with) { messages(first: 50) { nodes { id content sentAt sender { login } } } } }

@@ -11,9 +11,9 @@ from aiohttp import web
 
 from gateway.contacts.identity import Identity, identity_hash
 from gateway.server.app import SERVICES
-from tests.client import Api
 from tests.conftest import ServerFactory
-from tests.test_contacts_support import (
+from tests.support.client import Api
+from tests.support.contacts import (
     CONTACTS,
     IDENTITIES,
     LINK,
@@ -29,7 +29,7 @@ from tests.test_contacts_support import (
     nothing_arrives,
     request_code,
 )
-from tests.webhook import CodeReceiver
+from tests.support.webhook import CodeReceiver
 
 
 async def upload(api: Api, token: str, network: str, contacts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -13,10 +13,10 @@ from gateway.contacts.service import ContactDirectory
 from gateway.contacts.store import BOOK_BATCH
 from gateway.db.session import IN_CHUNK
 from gateway.server.app import SERVICES
-from tests.client import Api
 from tests.conftest import ServerFactory
-from tests.test_contacts_support import UPLOAD, all_contacts, e164, fresh_phone, linked
-from tests.webhook import CodeReceiver
+from tests.support.client import Api
+from tests.support.contacts import UPLOAD, all_contacts, e164, fresh_phone, linked
+from tests.support.webhook import CodeReceiver
 
 UPLOAD_COUNTS = """mutation($network: String!, $contacts: [ContactInput!]!) {
   uploadContacts(network: $network, contacts: $contacts) {

@@ -21,8 +21,8 @@ from gateway.db import clock
 from gateway.db.concurrency import InFlightLimit
 from gateway.db.session import Database
 from gateway.server.app import SERVICES
-from tests.client import Api
-from tests.test_contacts_support import (
+from tests.support.client import Api
+from tests.support.contacts import (
     LINK,
     UPLOAD,
     discoveries,
@@ -31,7 +31,7 @@ from tests.test_contacts_support import (
     fresh_phone,
     request_code,
 )
-from tests.webhook import CodeReceiver
+from tests.support.webhook import CodeReceiver
 
 
 def _digest(app: web.Application, phone: str) -> bytes:

@@ -8,8 +8,8 @@ import asyncio
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.conftest import ServerFactory
-from tests.tcp_proxy import TcpProxy
-from tests.test_contacts_support import UPLOAD, all_contacts, e164, fresh_phone
+from tests.support.contacts import UPLOAD, all_contacts, e164, fresh_phone
+from tests.support.tcp_proxy import TcpProxy
 
 
 async def test_a_slow_upload_keeps_its_lease_past_the_lease_time(

@@ -9,8 +9,8 @@ import pytest
 from gateway.contacts import rules
 from gateway.contacts.identity import Identity, identity_hash
 from gateway.errors import BadUserInput
-from tests.client import Account, Api
-from tests.test_contacts_support import CONTACTS, DISCOVERED, IDENTITIES, LINK, UPLOAD, fresh_phone
+from tests.support.client import Account, Api
+from tests.support.contacts import CONTACTS, DISCOVERED, IDENTITIES, LINK, UPLOAD, fresh_phone
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ from aiohttp import web
 from gateway.contacts.identity import Identity, identity_hash
 from gateway.server.app import SERVICES
 from gateway.settings import SettingsError
-from tests.client import Api
 from tests.conftest import ServerFactory
-from tests.test_contacts_support import (
+from tests.support.client import Api
+from tests.support.contacts import (
     IDENTITIES,
     LINK,
     REQUEST,
@@ -30,7 +30,7 @@ from tests.test_contacts_support import (
     nothing_arrives,
     request_code,
 )
-from tests.webhook import CodeReceiver
+from tests.support.webhook import CodeReceiver
 
 
 def link_vars(phone: str, code: str) -> dict[str, str]:

@@ -9,8 +9,8 @@ import pytest
 from aiohttp import hdrs
 
 from gateway.settings import Settings
-from tests.client import Api
 from tests.conftest import ServerFactory
+from tests.support.client import Api
 
 APP = "http://localhost:3000"
 MOBILE = "capacitor://localhost"

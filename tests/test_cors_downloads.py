@@ -13,9 +13,9 @@ import pytest
 from aiohttp import hdrs
 from multidict import CIMultiDictProxy
 
-from tests.client import Api
 from tests.conftest import ServerFactory
-from tests.mail_helpers import send_files
+from tests.support.client import Api
+from tests.support.mail_helpers import send_files
 
 APP = "http://localhost:3000"
 OTHER = "https://evil.example"

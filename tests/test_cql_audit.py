@@ -1,6 +1,6 @@
 """Every CQL statement of the gateway reads one partition, boundedly, and writes by full key.
 
-The statements are found in the source (``tests/cql_audit.py`` says how and why),
+The statements are found in the source (``tests/support/cql_audit.py`` says how and why),
 so a statement added anywhere under ``gateway/`` is audited without being listed
 here. The keys come from the live schema of the test keyspace. ``pytest -s``
 prints the table of statements; it is also written to ``cql-audit.txt`` in the
@@ -14,8 +14,8 @@ from pathlib import Path
 from aiohttp import web
 
 from gateway.server.app import SERVICES
-from tests.client import Api
-from tests.cql_audit import RANGE_SCANS, TableKeys, Unauditable, audit, collect, parse, table
+from tests.support.client import Api
+from tests.support.cql_audit import RANGE_SCANS, TableKeys, Unauditable, audit, collect, parse, table
 
 
 async def _schema(app: web.Application) -> dict[str, TableKeys]:

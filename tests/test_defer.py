@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.client import Account, Api
+from tests.support.client import Account, Api
 
 DEFER_2022 = "multipart/mixed;deferSpec=20220824, application/json"
 V02 = "multipart/mixed;incrementalSpec=v0.2"

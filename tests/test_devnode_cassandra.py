@@ -10,7 +10,7 @@ import pytest
 from devnode.cassandra import CASSANDRA_VERSION, CassandraNode
 from gateway.settings import Settings
 from gateway.settings.tooling import ToolingSettings
-from tests.cli import run_cli
+from tests.support.cli import run_cli
 
 
 @pytest.fixture

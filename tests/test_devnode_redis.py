@@ -20,8 +20,8 @@ from devnode.redis import LocalRedisCluster, RedisServer
 from devnode.redis.cluster import cluster_info
 from gateway.settings import Settings
 from gateway.settings.tooling import ToolingSettings
-from tests.cli import run_cli
-from tests.redis_helpers import connection, redis_cluster
+from tests.support.cli import run_cli
+from tests.support.redis_helpers import connection, redis_cluster
 
 
 def _free_port() -> int:

@@ -19,9 +19,9 @@ import aiohttp
 import pytest
 
 from gateway.settings import Settings
-from tests.client import Api
-from tests.processes import Gateway, start_gateway
-from tests.redis_helpers import WAIT
+from tests.support.client import Api
+from tests.support.processes import Gateway, start_gateway
+from tests.support.redis_helpers import WAIT
 from tests.test_messenger import send
 
 RECEIVED = "subscription { messageReceived { id } }"

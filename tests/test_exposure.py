@@ -16,8 +16,8 @@ import aiohttp
 import pytest
 
 from gateway.server.app import SERVICES
-from tests.client import Api
 from tests.conftest import ServerFactory
+from tests.support.client import Api
 
 SCHEMA_QUERY = "{ __schema { queryType { name } } }"
 _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)

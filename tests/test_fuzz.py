@@ -29,9 +29,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis_graphql import Mode, from_schema, nodes
 
-from tests.client import Api
-from tests.fuzz.budget import HANG_GUARD, Budget
-from tests.fuzz.watch import watching
+from tests.support.client import Api
+from tests.support.fuzz.budget import HANG_GUARD, Budget
+from tests.support.fuzz.watch import watching
 
 SCHEMA = (Path(__file__).resolve().parent.parent / "schema.graphql").read_text()
 #: Documents generated per root field: valid ones, and ones with arguments of the wrong

@@ -4,7 +4,7 @@ random and sent on raw sockets.
 The corpus is what real clients send: JSON queries and mutations (signed in and not), GET
 queries, a batch, persisted-query hashes, a multipart upload, an attachment download with a
 range, a CORS preflight, a WebSocket upgrade, the playground, the health and static routes.
-Each case damages one of them (``tests/fuzz/mutate.py``: bits flipped, bytes inserted or
+Each case damages one of them (``tests/support/fuzz/mutate.py``: bits flipped, bytes inserted or
 deleted, truncation, splicing; headers repeated, folded or added, content types swapped,
 lengths that lie, odd methods, targets and versions) and sends it on a fresh connection.
 
@@ -26,13 +26,13 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
-from tests.fuzz.budget import Budget
-from tests.fuzz.mutate import BLIND, HTTP_AWARE, mutate
-from tests.fuzz.watch import watching
-from tests.fuzz.wire import Answer, address, exchange
-from tests.mail_helpers import send_files
+from tests.support.client import Account, Api
+from tests.support.fuzz.budget import Budget
+from tests.support.fuzz.mutate import BLIND, HTTP_AWARE, mutate
+from tests.support.fuzz.watch import watching
+from tests.support.fuzz.wire import Answer, address, exchange
+from tests.support.mail_helpers import send_files
 
 #: Cases inside ``scripts/test``; ``scripts/fuzz`` runs for minutes instead.
 BRIEF = 400

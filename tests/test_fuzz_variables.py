@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from tests.client import Api
-from tests.fuzz.budget import HANG_GUARD, Budget
-from tests.fuzz.watch import watching
+from tests.support.client import Api
+from tests.support.fuzz.budget import HANG_GUARD, Budget
+from tests.support.fuzz.watch import watching
 from tests.test_fuzz import problems_of
 
 SCHEMA = graphql.build_schema((Path(__file__).resolve().parent.parent / "schema.graphql").read_text())

@@ -2,12 +2,12 @@
 
 Messages: valid sequences of both protocols (``connection_init`` with a token, ``subscribe``
 or ``start`` of a subscription and of a query, ``ping``, ``complete``/``stop``), with one or
-more messages damaged byte by byte (``tests/fuzz/mutate.py``'s blind mutators: sent as text
+more messages damaged byte by byte (``tests/support/fuzz/mutate.py``'s blind mutators: sent as text
 when they still decode, else as binary) or in their JSON (a value, anywhere, replaced by
 another of any type or size). Frames: after the handshake on a raw socket, frames with
 reserved opcodes, RSV bits, no mask, lengths that lie or overflow, fragments interleaved
 with control frames, continuations without a start, oversized or fragmented control frames,
-odd close codes, text that is not UTF-8, ping floods (``tests/fuzz/frames.py``).
+odd close codes, text that is not UTF-8, ping floods (``tests/support/fuzz/frames.py``).
 
 Whatever arrives, the gateway must never close a socket with 1011 (its internal error),
 never send ``INTERNAL_SERVER_ERROR``, answer or close within ``HANG_GUARD`` seconds, write no
@@ -25,13 +25,13 @@ from typing import Any
 
 import aiohttp
 
-from tests.client import Account, Api
-from tests.fuzz.budget import HANG_GUARD, Budget
-from tests.fuzz.frames import CLOSE, HANDSHAKE, TEXT, close_code, frame, odd_frames, server_frames
-from tests.fuzz.mutate import BLIND, mutate
-from tests.fuzz.watch import watching
-from tests.fuzz.wire import address
-from tests.ws_protocol import LEGACY_WS, TRANSPORT_WS
+from tests.support.client import Account, Api
+from tests.support.fuzz.budget import HANG_GUARD, Budget
+from tests.support.fuzz.frames import CLOSE, HANDSHAKE, TEXT, close_code, frame, odd_frames, server_frames
+from tests.support.fuzz.mutate import BLIND, mutate
+from tests.support.fuzz.watch import watching
+from tests.support.fuzz.wire import address
+from tests.support.ws_protocol import LEGACY_WS, TRANSPORT_WS
 
 BRIEF_MESSAGES = 150
 BRIEF_FRAMES = 150
@@ -235,7 +235,7 @@ async def test_damaged_protocol_messages_never_fail_the_server(api: Api) -> None
                 failures.append(f"log: {logged[:5]}\n  in the round of:\n  {round_of}")
     await _still_serving(api, account)
     print(f"\nWebSocket message fuzz: {budget.describe()}; close codes {dict(closes.most_common())}")
-    print(f"WebSocket message fuzz: {log.known} known log records let through (tests/fuzz/watch.py)")
+    print(f"WebSocket message fuzz: {log.known} known log records let through (tests/support/fuzz/watch.py)")
     assert not failures, "\n\n".join(failures[:10])
 
 
@@ -270,5 +270,5 @@ async def test_frames_no_client_should_send_never_fail_the_server(api: Api) -> N
     await _still_serving(api, account)
     print(f"\nWebSocket frame fuzz: {budget.describe()}; kinds {dict(kinds.most_common())}")
     print(f"WebSocket frame fuzz: close codes {dict(closes.most_common())}")
-    print(f"WebSocket frame fuzz: {log.known} known log records let through (tests/fuzz/watch.py)")
+    print(f"WebSocket frame fuzz: {log.known} known log records let through (tests/support/fuzz/watch.py)")
     assert not failures, "\n\n".join(failures[:10])

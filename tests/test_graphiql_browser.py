@@ -13,8 +13,8 @@ import pytest
 from aiohttp import web
 
 from gateway.server.app import SERVICES
-from tests.client import Api
-from tests.js_runner import run_node
+from tests.support.client import Api
+from tests.support.js_runner import run_node
 
 
 async def test_graphiql_runs_its_example_a_query_shows_the_docs_and_receives_a_subscription(

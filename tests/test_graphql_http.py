@@ -7,7 +7,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.client import Api
+from tests.support.client import Api
 
 GRJ = "application/graphql-response+json"
 SUBSCRIPTION = "subscription { messageReceived { id } }"

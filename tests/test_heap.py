@@ -24,9 +24,9 @@ from gateway.graph.dataloader import Loader
 from gateway.graph.plain_fields import PlainFieldsExecutor
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
-from tests.client import Api
 from tests.conftest import ServerFactory
-from tests.test_blog_support import comment, publish, unique_tag
+from tests.support.blog import comment, publish, unique_tag
+from tests.support.client import Api
 
 SERVER_SIDE = {"gateway", "strawberry", "cassandra"}
 #: Not a page's: the driver's copy of the cluster's schema (rebuilt on any schema change,

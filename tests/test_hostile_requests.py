@@ -1,4 +1,4 @@
-"""The hostile-request corpus (``tests/hostile/corpus.py``) against the running gateway.
+"""The hostile-request corpus (``tests/support/hostile/corpus.py``) against the running gateway.
 
 Each request gets its documented status and ``extensions.code``, none is
 answered with a 5xx or an uncoded error, and ``/readyz`` still answers 200
@@ -13,10 +13,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.client import Api
-from tests.fuzz.watch import watching
-from tests.fuzz.wire import address, exchange
-from tests.hostile.corpus import CORPUS, GRJ, Hostile
+from tests.support.client import Api
+from tests.support.fuzz.watch import watching
+from tests.support.fuzz.wire import address, exchange
+from tests.support.hostile.corpus import CORPUS, GRJ, Hostile
 
 
 async def send(api: Api, case: Hostile) -> tuple[int, Any]:

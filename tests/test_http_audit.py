@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.client import Api
+from tests.support.client import Api
 
 JS = Path(__file__).parent / "js"
 

@@ -18,9 +18,9 @@ import aiohttp
 import pytest
 from multidict import CIMultiDictProxy
 
-from tests.client import Api
 from tests.conftest import ServerFactory
-from tests.js_runner import run_node
+from tests.support.client import Api
+from tests.support.js_runner import run_node
 
 GRJ = "application/graphql-response+json"
 TAGGED = "query Tagged($tag: String) { posts(tag: $tag, first: 5) { nodes { slug title } } }"

@@ -19,10 +19,10 @@ from aiohttp import web
 from gateway.messenger.records import conversation_id
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
-from tests.client import Api, Response
 from tests.conftest import ServerFactory
-from tests.ids import key as stored_id
-from tests.tcp_proxy import TcpProxy
+from tests.support.client import Api, Response
+from tests.support.ids import key as stored_id
+from tests.support.tcp_proxy import TcpProxy
 
 PUBLISH = """mutation($input: PostInput!) { publishPost(input: $input) { slug title } }"""
 COMMENT = """mutation($slug: String!, $input: CommentInput!) {

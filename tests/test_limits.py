@@ -22,8 +22,8 @@ from bench.bench_rooms import HISTORY
 from gateway.graph.cost import analyse
 from gateway.schema import build_schema
 from gateway.settings import Settings
-from tests.client import Api, Response
 from tests.conftest import ServerFactory
+from tests.support.client import Api, Response
 
 GRAPHIQL_BUNDLE = Path(__file__).parent.parent / "gateway/server/static/graphiql/graphiql.min.js"
 NESTED = (

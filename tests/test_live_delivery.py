@@ -18,10 +18,10 @@ from aiohttp import web
 
 from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
+from tests.support.client import Account, Api
+from tests.support.ws_protocol import TRANSPORT_WS, WAIT, Socket
 from tests.test_rooms import JOIN, create_room, post
-from tests.ws_protocol import TRANSPORT_WS, WAIT, Socket
 
 ROOM = "subscription($r: String!) { roomMessages(room: $r) { id content postedAt author { login } } }"
 WITH_EMAIL = "subscription($r: String!) { roomMessages(room: $r) { content author { login email } } }"

@@ -3,7 +3,7 @@ once the socket closes, and that bursts of deliveries leave the heap where they 
 
 Measured with tracemalloc, not RSS: the Python allocations the gateway makes for the
 sockets, which do not depend on the allocator's arenas or on what else the machine does.
-The sockets live in a process of their own (``tests/ws_sockets.py``), so the test process
+The sockets live in a process of their own (``tests/support/ws_sockets.py``), so the test process
 (where the gateway runs) measures only the gateway's side. Left out: what the Cassandra
 driver allocates (the node is shared with other test runs, whose schema changes the driver
 follows whatever this test does) and log records (pytest keeps those it captures).
@@ -28,10 +28,10 @@ from gateway.http.live import SocketSink
 from gateway.http.websocket import SessionSocket, TransportWSHandler
 from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES, SOCKETS
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
+from tests.support.client import Account, Api
+from tests.support.ws_protocol import WAIT
 from tests.test_rooms import JOIN, POST, create_room
-from tests.ws_protocol import WAIT
 
 ROOM = "subscription($r: String!) { roomMessages(room: $r) { id content postedAt author { login } } }"
 #: Sockets measured, and sockets opened first so that what is made once (prepared statements,
@@ -66,7 +66,7 @@ async def _sockets(api: Api, accounts: list[Account], room: str) -> AsyncIterato
     client = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tests.ws_sockets",
+        "tests.support.ws_sockets",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from tests.client import Api
-from tests.ids import key
-from tests.mail_helpers import (
+from tests.support.client import Api
+from tests.support.ids import key
+from tests.support.mail_helpers import (
     CREATE_FOLDER,
     EMAIL,
     FOLDER,

@@ -13,9 +13,9 @@ from aiohttp import web
 from gateway.mail.attachment_store import CHUNK_SIZE, MAX_ATTACHMENT_BYTES
 from gateway.mail.store import MailStore
 from gateway.server.app import SERVICES
-from tests.client import Account, Api
-from tests.ids import key, uuid_of
-from tests.mail_helpers import EMAIL, FOLDER, folder_ids, send_files, unread_counts
+from tests.support.client import Account, Api
+from tests.support.ids import key, uuid_of
+from tests.support.mail_helpers import EMAIL, FOLDER, folder_ids, send_files, unread_counts
 
 
 async def download(api: Api, path: str, account: Account | None) -> tuple[int, dict[str, str], bytes]:

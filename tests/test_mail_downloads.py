@@ -19,10 +19,10 @@ from multidict import CIMultiDict
 
 from gateway.mail.attachment_store import CHUNK_SIZE
 from gateway.settings import Settings, SettingsError
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
-from tests.ids import key as stored_id
-from tests.mail_helpers import EMAIL, send_files
+from tests.support.client import Account, Api
+from tests.support.ids import key as stored_id
+from tests.support.mail_helpers import EMAIL, send_files
 
 SIZE = 2_416_000  # three chunks: two full ones and the rest
 WITH_EXPIRY = EMAIL.replace("url", "url urlExpiresAt")

@@ -16,8 +16,8 @@ from aiohttp import web
 from gateway.mail.service import MAX_FOLDERS
 from gateway.mail.store import MailStore
 from gateway.server.app import SERVICES
-from tests.client import Api
-from tests.mail_helpers import CREATE_FOLDER
+from tests.support.client import Api
+from tests.support.mail_helpers import CREATE_FOLDER
 
 
 async def test_30_concurrent_creations_at_one_below_the_cap_create_exactly_one(

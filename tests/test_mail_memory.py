@@ -20,8 +20,8 @@ import pytest
 
 from gateway.mail.attachment_store import CHUNK_SIZE, MAX_ATTACHMENT_BYTES
 from gateway.settings import Settings
-from tests.client import Api
-from tests.mail_helpers import send_files
+from tests.support.client import Api
+from tests.support.mail_helpers import send_files
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc")
 

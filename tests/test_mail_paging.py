@@ -9,10 +9,10 @@ import uuid
 from aiohttp import web
 
 from gateway.server.app import SERVICES
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
-from tests.ids import key
-from tests.mail_helpers import FOLDER, FOLDERS, send
+from tests.support.client import Account, Api
+from tests.support.ids import key
+from tests.support.mail_helpers import FOLDER, FOLDERS, send
 
 
 async def _send_many(api: Api, sender: Account, to: Account, count: int, prefix: str) -> list[str]:

@@ -7,10 +7,10 @@ from aiohttp import web
 from gateway.db.clock import now_micros
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
-from tests.cli import run_cli
-from tests.client import Api
-from tests.ids import key, uuid_of
-from tests.mail_helpers import CREATE_FOLDER, EMAIL, FOLDER, MOVE, send, unread_counts
+from tests.support.cli import run_cli
+from tests.support.client import Api
+from tests.support.ids import key, uuid_of
+from tests.support.mail_helpers import CREATE_FOLDER, EMAIL, FOLDER, MOVE, send, unread_counts
 
 
 async def _recount(settings: Settings, login: str) -> tuple[int, str]:

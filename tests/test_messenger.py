@@ -14,9 +14,9 @@ from gateway.db.clock import new_timeuuid, time_of
 from gateway.messenger.records import MessageRecord, conversation_id
 from gateway.messenger.store import MessengerStore
 from gateway.server.app import SERVICES
-from tests.client import Account, Api, unique_login
 from tests.conftest import ServerFactory
-from tests.ids import id_parts, key, uuid_of
+from tests.support.client import Account, Api, unique_login
+from tests.support.ids import id_parts, key, uuid_of
 
 SEND = """mutation($to: String!, $content: String!, $key: String) {
   sendMessage(to: $to, content: $content, clientMessageId: $key) {

@@ -12,8 +12,8 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.client import Account, Api, Response
 from tests.conftest import ServerFactory
+from tests.support.client import Account, Api, Response
 from tests.test_messenger import MAIN_VIEW, MARK_READ, SEND, all_message_ids, partners, store_of
 
 

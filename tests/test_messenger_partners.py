@@ -16,8 +16,8 @@ from gateway.messenger.activity_store import slot_of_row, slot_time
 from gateway.messenger.records import MessageRecord
 from gateway.messenger.store import MessengerStore
 from gateway.server.app import SERVICES
-from tests.cli import run_cli
-from tests.client import Account, Api
+from tests.support.cli import run_cli
+from tests.support.client import Account, Api
 from tests.test_messenger import SEND, send, store_of
 
 PAGE = """query($first: Int, $after: String) { me { talkPartners(first: $first, after: $after) {

@@ -15,7 +15,7 @@ from gql.transport.exceptions import TransportQueryError
 
 from gateway.messenger.events import user_messages_channel
 from gateway.server.app import SERVICES
-from tests.client import Account, Api
+from tests.support.client import Account, Api
 from tests.test_messenger import SEND, send
 
 MESSAGE_RECEIVED = """subscription { messageReceived {

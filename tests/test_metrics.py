@@ -24,10 +24,10 @@ from devnode.redis import RedisServer
 from gateway.server.logs import JsonFormatter, configure_logging, log_format
 from gateway.server.metrics import ANONYMOUS, OTHER, OperationNames
 from gateway.settings import Settings, SettingsError
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
-from tests.processes import METRICS_TOKEN, start_gateway
-from tests.redis_helpers import WAIT, private_redis
+from tests.support.client import Account, Api
+from tests.support.processes import METRICS_TOKEN, start_gateway
+from tests.support.redis_helpers import WAIT, private_redis
 from tests.test_messenger import SEND
 
 __all__ = ["private_redis"]

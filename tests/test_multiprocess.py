@@ -25,20 +25,20 @@ from gateway.contacts.events import contacts_channel
 from gateway.messenger.events import user_messages_channel
 from gateway.rooms.events import room_channel
 from gateway.settings import Settings
-from tests.client import Account, Api
-from tests.processes import Gateway, start_gateway
-from tests.redis_helpers import BROKER_KINDS, WAIT, Broker, private_broker, wait_subscribers
-from tests.test_blog_support import ADD_COMMENT, comment_input, publish
+from tests.support.blog import ADD_COMMENT, comment_input, publish
+from tests.support.client import Account, Api
+from tests.support.contacts import DISCOVERED, UPLOAD, fresh_phone, linked
+from tests.support.processes import Gateway, start_gateway
+from tests.support.redis_helpers import BROKER_KINDS, WAIT, Broker, private_broker, wait_subscribers
+from tests.support.webhook import CodeReceiver
+from tests.support.ws_protocol import TRANSPORT_WS, Socket
 from tests.test_contacts import concurrent_claims_of_one_identity_one_wins
-from tests.test_contacts_support import DISCOVERED, UPLOAD, fresh_phone, linked
 from tests.test_messenger import send
 from tests.test_messenger_concurrency import concurrent_sends_count_exactly
 from tests.test_persisted_queries import codes, persisted, post
 from tests.test_rate_limits import retry_after, sign_in
 from tests.test_rooms import DELETE, JOIN, create_room
 from tests.test_rooms_concurrency import thirty_concurrent_joins_are_all_counted
-from tests.webhook import CodeReceiver
-from tests.ws_protocol import TRANSPORT_WS, Socket
 
 #: Seconds within which a sign-out on one process closes the session's sockets on another.
 SIGN_OUT_WAIT = 5.0

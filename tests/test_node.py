@@ -7,7 +7,7 @@ import base64
 from graphql import GraphQLNonNull, GraphQLObjectType, GraphQLScalarType
 
 from gateway.schema import build_schema
-from tests.client import Api, unique_login
+from tests.support.client import Api, unique_login
 
 #: Types that are no entities: roots, connections and their edges, page info, mutation results.
 # Values and events: a cache keeps them inside the object that holds them (a user's

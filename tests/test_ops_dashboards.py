@@ -17,8 +17,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.client import Api
-from tests.processes import METRICS_TOKEN
+from tests.support.client import Api
+from tests.support.processes import METRICS_TOKEN
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "ops" / "grafana" / "dashboards" / "gateway.json"

@@ -17,9 +17,9 @@ from gql import GraphQLRequest
 
 from gateway.messenger.events import user_messages_channel
 from gateway.server.app import SERVICES
-from tests.client import Account, Api
-from tests.mail_helpers import send as send_email
-from tests.test_blog_support import comment, publish, unique_tag
+from tests.support.blog import comment, publish, unique_tag
+from tests.support.client import Account, Api
+from tests.support.mail_helpers import send as send_email
 from tests.test_messenger import send
 from tests.test_rooms import create_room, post
 

@@ -12,8 +12,8 @@ import aiohttp
 import pytest
 
 from gateway.http.persisted import LruDocumentStore
-from tests.client import Api
 from tests.conftest import ServerFactory
+from tests.support.client import Api
 
 GRJ = "application/graphql-response+json"
 

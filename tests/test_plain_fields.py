@@ -43,10 +43,10 @@ from gateway.messenger.types import Conversation, DirectMessage
 from gateway.schema import build_schema
 from gateway.server.app import READY, create_app
 from gateway.settings import Settings
-from tests.client import Account, Api
-from tests.mail_helpers import MARK
-from tests.mail_helpers import send as send_email
-from tests.test_blog_support import comment, publish
+from tests.support.blog import comment, publish
+from tests.support.client import Account, Api
+from tests.support.mail_helpers import MARK
+from tests.support.mail_helpers import send as send_email
 from tests.test_rooms import POST, create_room
 
 

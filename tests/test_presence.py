@@ -15,10 +15,10 @@ from aiohttp import web
 
 from gateway.server.app import SERVICES
 from gateway.users.presence import Presence, presence_channel
-from tests.client import Account, Api
+from tests.support.client import Account, Api
+from tests.support.ws_protocol import TRANSPORT_WS, WAIT, Socket
 from tests.test_messenger import send
 from tests.test_rooms import JOIN, create_room
-from tests.ws_protocol import TRANSPORT_WS, WAIT, Socket
 
 PRESENCE = "query($l: String!) { user(login: $l) { presence { online lastSeenAt } } }"
 CHANGED = """subscription($l: [String!]!) {

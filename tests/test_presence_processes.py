@@ -20,11 +20,11 @@ import pytest
 
 from gateway.settings import Settings
 from gateway.users.presence import presence_channel
-from tests.processes import Gateway, start_gateway
-from tests.redis_helpers import BROKER_KINDS, WAIT, Broker, private_broker, wait_subscribers
+from tests.support.processes import Gateway, start_gateway
+from tests.support.redis_helpers import BROKER_KINDS, WAIT, Broker, private_broker, wait_subscribers
+from tests.support.ws_protocol import TRANSPORT_WS, Socket
 from tests.test_messenger import send
 from tests.test_presence import CHANGED, next_event, online, presence_of
-from tests.ws_protocol import TRANSPORT_WS, Socket
 
 TTL = 3.0
 

@@ -15,15 +15,15 @@ import pytest
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
-from tests.client import Account, Api, Response, unique_login
 from tests.conftest import ServerFactory
-from tests.mail_helpers import SEND as SEND_EMAIL
-from tests.mail_helpers import email_input
-from tests.test_blog_support import ADD_COMMENT, comment_input, publish
-from tests.test_contacts_support import UPLOAD, fresh_phone, linked
+from tests.support.blog import ADD_COMMENT, comment_input, publish
+from tests.support.client import Account, Api, Response, unique_login
+from tests.support.contacts import UPLOAD, fresh_phone, linked
+from tests.support.mail_helpers import SEND as SEND_EMAIL
+from tests.support.mail_helpers import email_input
+from tests.support.webhook import CodeReceiver
 from tests.test_rooms import POST as POST_ROOM_MESSAGE
 from tests.test_rooms import create_room
-from tests.webhook import CodeReceiver
 
 SIGN_IN = "mutation($l: String!, $p: String!) { signIn(login: $l, password: $p) { token user { login } } }"
 SEND_MESSAGE = "mutation($to: String!, $c: String!) { sendMessage(to: $to, content: $c) { id } }"

@@ -12,11 +12,11 @@ from aiohttp import web
 
 from gateway.messenger.events import receipts_channel, typing_channel
 from gateway.server.app import SERVICES
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
+from tests.support.client import Account, Api
+from tests.support.ws_protocol import WAIT, Socket
 from tests.test_messenger import MARK_READ, send
 from tests.test_presence import online
-from tests.ws_protocol import WAIT, Socket
 
 RECEIPTS = """subscription { conversationRead {
   by { login } readAt conversation { id unreadCount partnerReadAt with { login } }

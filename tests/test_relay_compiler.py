@@ -23,8 +23,8 @@ from gql import GraphQLRequest
 from gateway.messenger.events import user_messages_channel
 from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES
-from tests.client import Account, Api
-from tests.js_runner import JS
+from tests.support.client import Account, Api
+from tests.support.js_runner import JS
 
 RELAY = JS / "relay"
 COMPILER = JS / "node_modules" / "relay-compiler" / "cli.js"

@@ -19,9 +19,9 @@ from gateway.db.session import RequestMetrics, measuring
 from gateway.db.timeline import REPLAY_MAX
 from gateway.messenger.store import MessengerStore
 from gateway.server.app import SERVICES
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
-from tests.ids import uuid_of
+from tests.support.client import Account, Api
+from tests.support.ids import uuid_of
 from tests.test_messenger import send
 from tests.test_rooms import create_room, join, post
 

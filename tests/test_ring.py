@@ -24,10 +24,10 @@ from devnode.cassandra import CassandraRing
 from gateway.db.migrations import drop_keyspace
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
-from tests.cli import run_cli
-from tests.client import Account, Api, Response
 from tests.conftest import start_server
-from tests.ring_support import REQUEST_TIMEOUT, ring, ring_settings
+from tests.support.cli import run_cli
+from tests.support.client import Account, Api, Response
+from tests.support.ring_support import REQUEST_TIMEOUT, ring, ring_settings
 from tests.test_messenger import CONVERSATION, SEND
 from tests.test_rooms import CREATE, HISTORY, JOIN, POST, USER_ROOMS, room_name
 

@@ -2,7 +2,7 @@
 
 Two gateway processes serve a keyspace at replication 3 (LOCAL_QUORUM / LOCAL_SERIAL) on the
 local ring. Sixteen clients, each a user on the real GraphQL API, run the workload of
-``tests/ring_workload.py`` (direct messages with and without ``clientMessageId``, marks as
+``tests/support/ring_workload.py`` (direct messages with and without ``clientMessageId``, marks as
 read, one room joined, left and posted in, emails, reads) in closed loops, half of them
 through each process. Partway through, one node is killed with SIGKILL (no drain, no flush,
 its peers not told), left down, and started again while the load goes on. Afterwards the
@@ -41,10 +41,10 @@ from gateway.mail.recount import rebuild_counters
 from gateway.mail.store import MailStore
 from gateway.rooms.member_store import MemberStore
 from gateway.settings import Settings
-from tests.client import Account
-from tests.processes import Gateway, start_gateway
-from tests.ring_support import REQUEST_TIMEOUT, ring, ring_settings
-from tests.ring_workload import Client, Findings, Ledger, Pair, Ring
+from tests.support.client import Account
+from tests.support.processes import Gateway, start_gateway
+from tests.support.ring_support import REQUEST_TIMEOUT, ring, ring_settings
+from tests.support.ring_workload import Client, Findings, Ledger, Pair, Ring
 from tests.test_rooms import room_name
 
 pytestmark = pytest.mark.ring

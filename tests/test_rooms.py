@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.client import Account, Api
+from tests.support.client import Account, Api
 
 ROOM_FIELDS = (
     "name banner createdAt participantCount creator { login } participants(first: 100) { nodes { login } }"

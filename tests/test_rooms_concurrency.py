@@ -15,7 +15,7 @@ from gateway.rooms.member_store import MemberStore
 from gateway.rooms.records import RoomRecord
 from gateway.rooms.store import DeleteOutcome, RoomStore
 from gateway.server.app import SERVICES
-from tests.client import Api, Response
+from tests.support.client import Api, Response
 from tests.test_rooms import DELETE, JOIN, LEAVE, ROOM, create_room, history, user_rooms
 
 

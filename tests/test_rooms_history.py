@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 from gateway.server.app import SERVICES
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
+from tests.support.client import Account, Api
 from tests.test_rooms import HISTORY, JOIN, create_room, history, post
 
 #: A bucket so wide (about 31 years) that no test run straddles two: statement

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.graph.pagination import encode_cursor
-from tests.client import Api
+from tests.support.client import Api
 from tests.test_rooms import DELETE, create_room
 
 ROOMS = """query($first: Int, $after: String) {

@@ -12,9 +12,9 @@ from gateway.db.clock import new_timeuuid
 from gateway.rooms.store import RoomStore
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
-from tests.cli import run_cli
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
+from tests.support.cli import run_cli
+from tests.support.client import Account, Api
 from tests.test_rooms import DELETE, JOIN, LEAVE, ROOM, create_room, join, room_name, user_rooms
 
 PARTICIPANTS = """query($n: String!, $first: Int, $after: String) {

@@ -13,9 +13,9 @@ from gql.transport.exceptions import TransportQueryError
 from devnode.redis import RedisServer
 from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
-from tests.redis_helpers import private_redis
+from tests.support.client import Account, Api
+from tests.support.redis_helpers import private_redis
 from tests.test_rooms import DELETE, JOIN, LEAVE, create_room, post, room_name
 
 __all__ = ["private_redis"]

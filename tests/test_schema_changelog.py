@@ -11,7 +11,7 @@ from pathlib import Path
 
 from graphql import ObjectTypeDefinitionNode, parse, print_ast
 
-from tests.schema_tools import CHANGELOG, SCHEMA, breaking_changes, released
+from tests.support.schema_tools import CHANGELOG, SCHEMA, breaking_changes, released
 
 
 def versions() -> list[str]:

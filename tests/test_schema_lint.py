@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.schema_tools import SCHEMA, lint
+from tests.support.schema_tools import SCHEMA, lint
 
 
 def test_schema_graphql_has_no_lint_finding() -> None:

@@ -11,9 +11,9 @@ import pytest
 
 from gateway.graph.errors import classify
 from gateway.settings import Settings
-from tests.client import Api
 from tests.conftest import ServerFactory
-from tests.tcp_proxy import TcpProxy
+from tests.support.client import Api
+from tests.support.tcp_proxy import TcpProxy
 
 
 async def test_healthz_and_readyz(api: Api) -> None:

@@ -21,12 +21,19 @@ from gateway.broker.sessions import REVOCATIONS
 from gateway.http.session_watch import BROKER_POLL_SECONDS
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
-from tests.client import Api, Response
-from tests.redis_helpers import BROKER_KINDS, WAIT, Broker, connection, private_broker, wait_subscribers
+from tests.support.client import Api, Response
+from tests.support.redis_helpers import (
+    BROKER_KINDS,
+    WAIT,
+    Broker,
+    connection,
+    private_broker,
+    wait_subscribers,
+)
+from tests.support.ws_protocol import TRANSPORT_WS, Socket
 from tests.test_messenger import send
 from tests.test_persisted_queries import codes, persisted, post
 from tests.test_rate_limits import sign_in
-from tests.ws_protocol import TRANSPORT_WS, Socket
 
 
 @pytest.fixture(params=BROKER_KINDS)

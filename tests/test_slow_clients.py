@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.client import Api
 from tests.conftest import ServerFactory
-from tests.ws_protocol import TRANSPORT_WS, Socket
+from tests.support.client import Api
+from tests.support.ws_protocol import TRANSPORT_WS, Socket
 
 #: Seconds after which a connection still open counts as never closed: a hang detector.
 GUARD = 30.0

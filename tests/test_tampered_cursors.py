@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.client import Account, Api
-from tests.test_blog_support import comment_input, publish
+from tests.support.blog import comment_input, publish
+from tests.support.client import Account, Api
 from tests.test_messenger import send
 from tests.test_rooms import create_room, post
 

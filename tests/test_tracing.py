@@ -26,12 +26,12 @@ from opentelemetry.trace import SpanKind
 
 from gateway.server.app import READY, SERVICES, create_app
 from gateway.settings import Settings
-from tests.client import Account, Api
-from tests.processes import start_gateway
-from tests.test_contacts_support import REQUEST, fresh_phone
+from tests.support.client import Account, Api
+from tests.support.contacts import REQUEST, fresh_phone
+from tests.support.processes import start_gateway
+from tests.support.webhook import CodeReceiver
 from tests.test_messenger import send
 from tests.test_messenger_subscription import listening
-from tests.webhook import CodeReceiver
 
 CONVERSATION = """query Conversation($with: String!) { me { conversation(with: $with) {
   id unreadCount partnerReadAt

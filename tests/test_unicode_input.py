@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.client import Api
+from tests.support.client import Api
 from tests.test_messenger import SEND, partners
 from tests.test_rooms import create_room, history
 

@@ -18,9 +18,9 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tests.client import Account, Api
 from tests.conftest import ServerFactory
-from tests.mail_helpers import SEND, email_input
+from tests.support.client import Account, Api
+from tests.support.mail_helpers import SEND, email_input
 from tests.test_mail_attachments import stored_chunks
 
 Part = tuple[str, str | None, bytes]

@@ -8,10 +8,10 @@ import json
 import pytest
 from aiohttp import web
 
-from tests.client import Api, unique_login
 from tests.conftest import ServerFactory
-from tests.fuzz.wire import address, exchange
-from tests.ws_protocol import TRANSPORT_WS, WAIT, Socket
+from tests.support.client import Api, unique_login
+from tests.support.fuzz.wire import address, exchange
+from tests.support.ws_protocol import TRANSPORT_WS, WAIT, Socket
 
 SIGN_UP = """mutation($input: SignUpInput!) {
   signUp(input: $input) { token expiresAt user { login firstname lastname bio email createdAt } }

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from gateway.db.timeline import REPLAY_MAX
-from tests.client import Api, unique_login
-from tests.js_runner import run_node
+from tests.support.client import Api, unique_login
+from tests.support.js_runner import run_node
 from tests.test_rooms import create_room
 
 ROOT = Path(__file__).resolve().parent.parent

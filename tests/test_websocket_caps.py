@@ -13,11 +13,11 @@ import pytest
 
 from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES, SOCKETS
-from tests.client import Api
 from tests.conftest import ServerFactory
-from tests.fuzz.watch import watching
+from tests.support.client import Api
+from tests.support.fuzz.watch import watching
+from tests.support.ws_protocol import PROTOCOLS, TRANSPORT_WS, WAIT, Socket
 from tests.test_rooms import create_room, post
-from tests.ws_protocol import PROTOCOLS, TRANSPORT_WS, WAIT, Socket
 
 SUBSCRIBE = "subscription($r: String!) { roomMessages(room: $r) { content } }"
 MY_ROOMS = "query { me { user { login rooms(first: 50) { edges { node { name } } } } } }"

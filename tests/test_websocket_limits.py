@@ -7,9 +7,9 @@ import asyncio
 import json
 from typing import Any
 
-from tests.client import Api
-from tests.fuzz.watch import watching
-from tests.ws_protocol import LEGACY_WS, TRANSPORT_WS, WAIT, Socket
+from tests.support.client import Api
+from tests.support.fuzz.watch import watching
+from tests.support.ws_protocol import LEGACY_WS, TRANSPORT_WS, WAIT, Socket
 
 DEEP = (
     '{"id": "1", "type": "subscribe", "payload": {"query": "{ __typename }", "variables": {"v": '

@@ -12,9 +12,9 @@ import pytest
 
 from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES, SOCKETS
-from tests.client import Account, Api
+from tests.support.client import Account, Api
+from tests.support.ws_protocol import LEGACY_WS, PROTOCOLS, TRANSPORT_WS, WAIT, Socket
 from tests.test_rooms import create_room, post
-from tests.ws_protocol import LEGACY_WS, PROTOCOLS, TRANSPORT_WS, WAIT, Socket
 
 ME = "{ me { user { login } } }"
 SUBSCRIBE = "subscription($r: String!) { roomMessages(room: $r) { content } }"

@@ -15,9 +15,9 @@ import pytest
 from devnode.common import pid_alive
 from devnode.redis import RedisServer
 from gateway.settings import Settings
-from tests.cli import run_cli
-from tests.processes import Gateway, start_gateway
-from tests.redis_helpers import WAIT, private_redis
+from tests.support.cli import run_cli
+from tests.support.processes import Gateway, start_gateway
+from tests.support.redis_helpers import WAIT, private_redis
 
 __all__ = ["private_redis"]
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "gateway"
 HOLE = "<?>"
 _VERB = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|BEGIN)\s")

@@ -8,8 +8,8 @@ from typing import Any
 
 from gql.transport.file_upload import FileVar
 
-from tests.client import Account, Api
-from tests.ids import key
+from tests.support.client import Account, Api
+from tests.support.ids import key
 
 SEND = """mutation($input: EmailInput!) {
   sendEmail(input: $input) {

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-JS = Path(__file__).parent / "js"
+JS = Path(__file__).resolve().parents[1] / "js"
 
 
 async def run_node(script: str, *args: str, needs: str, seconds: float = 180) -> Any:

@@ -1,7 +1,7 @@
 """Many subscribed WebSockets in a process of their own (aiohttp's client), so that what the
 gateway's process allocates for them is all the test process measures.
 
-``python -m tests.ws_sockets`` reads one JSON line: ``{"url", "tokens", "query",
+``python -m tests.support.ws_sockets`` reads one JSON line: ``{"url", "tokens", "query",
 "variables"}``; opens a ``graphql-transport-ws`` socket per token, each acknowledged and
 subscribed, then prints ``ready``. The next line it reads (or the end of its input) closes
 them all, and it prints ``closed`` and exits.

@@ -10,7 +10,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.client import Api
+from tests.support.client import Api
 
 TRANSPORT_WS = "graphql-transport-ws"
 LEGACY_WS = "graphql-ws"

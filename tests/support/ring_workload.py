@@ -1,7 +1,7 @@
 """A Jepsen-style workload for the ring tests: concurrent clients, every outcome recorded, and
 a check of what the ring holds afterwards against what the clients were told.
 
-Each client is one user driving the real GraphQL API (``tests/client.py``) in a closed loop:
+Each client is one user driving the real GraphQL API (``tests/support/client.py``) in a closed loop:
 direct messages with and without ``clientMessageId``, ``markConversationRead``, joining and
 leaving one room, room messages and emails (each with or without ``clientMutationId``), and
 reads. A request that fails with ``retrySafe: true`` (and a keyed mutation whose answer was
@@ -37,8 +37,8 @@ from cassandra.query import SimpleStatement, dict_factory
 from gateway.db.timeline import bucket_of_timeuuid, validate_granularity
 from gateway.messenger.records import conversation_id
 from gateway.settings import Settings
-from tests.client import Account, Api, Response
-from tests.ids import uuid_of
+from tests.support.client import Account, Api, Response
+from tests.support.ids import uuid_of
 
 SEND = """mutation($to: String!, $content: String!, $key: String) {
   sendMessage(to: $to, content: $content, clientMessageId: $key) { id }

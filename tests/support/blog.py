@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tests.client import Api
+from tests.support.client import Api
 
 PUBLISH = """mutation($input: PostInput!) {
   publishPost(input: $input) { slug title body tags publishedAt author { login } commentCount }

@@ -12,8 +12,8 @@ from pathlib import Path
 import aiohttp
 
 from gateway.settings import Settings
-from tests.client import Api
-from tests.redis_helpers import free_port
+from tests.support.client import Api
+from tests.support.redis_helpers import free_port
 
 START_TIMEOUT = 120
 STOP_TIMEOUT = 60

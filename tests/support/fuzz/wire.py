@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import brotli
 
-from tests.fuzz.budget import HANG_GUARD
+from tests.support.fuzz.budget import HANG_GUARD
 
 
 @dataclass

@@ -18,8 +18,8 @@ from gateway.contacts.identity import Identity, identity_hash
 from gateway.contacts.job_store import FanoutJobs
 from gateway.contacts.records import SHARDS
 from gateway.server.app import SERVICES
-from tests.client import Api, Response
-from tests.webhook import CodeReceiver
+from tests.support.client import Api, Response
+from tests.support.webhook import CodeReceiver
 
 REQUEST = """mutation($network: String!, $networkId: String!) {
   requestIdentityVerification(network: $network, networkId: $networkId)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "tests" / "js"
 SCHEMA = ROOT / "schema.graphql"
 #: The schema's changelog, its released versions and the linter's configuration.
