@@ -9,7 +9,7 @@ import aiohttp
 
 from gateway.settings import Settings
 from tests.support.client import Api
-from tests.test_limits import NESTED
+from tests.support.limits import NESTED
 
 FOLDERS = "{ me { folders { label } } }"
 # 1 + nodes (1 + 20 * (slug 1 + title 1 + body 401 + comments (1 + nodes (1 + 45 * 20)))) = 26102

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import redis.asyncio as aioredis
 from aiohttp import web
-from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
 from devnode.redis import RedisServer
@@ -27,13 +24,12 @@ from gateway.broker.sessions import REVOCATIONS
 from gateway.messenger.events import user_messages_channel
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
-from tests.support.client import Account, Api
+from tests.support.broker import _broker_state, _readyz, _received
+from tests.support.client import Api
+from tests.support.messenger import send
 from tests.support.redis_helpers import WAIT, private_redis, wait_subscribers
-from tests.test_messenger import send
 
 __all__ = ["private_redis"]
-
-RECEIVED = "subscription { messageReceived { id content sender { login } } }"
 
 
 async def _brokered(make_server: Any, server: RedisServer) -> tuple[Api, web.Application]:
@@ -42,44 +38,6 @@ async def _brokered(make_server: Any, server: RedisServer) -> tuple[Api, web.App
     assert isinstance(pubsub, RedisPubSub)
     await asyncio.wait_for(pubsub.connected(), WAIT)
     return api, app
-
-
-async def _readyz(api: Api) -> tuple[int, dict[str, Any]]:
-    async with aiohttp.ClientSession() as http, http.get(f"{api.base_url}/readyz") as response:
-        return response.status, await response.json()
-
-
-async def _broker_state(api: Api, wanted: str) -> dict[str, Any]:
-    for _ in range(WAIT * 10):
-        status, body = await _readyz(api)
-        if body.get("broker") == wanted:
-            assert status == 200, body
-            return body
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"/readyz never reported broker {wanted}")
-
-
-@contextlib.asynccontextmanager
-async def _received(api: Api, account: Account) -> AsyncIterator[asyncio.Queue[Any]]:
-    """A running ``messageReceived`` subscription; the queue gets each event, then the
-    ``TransportQueryError`` or ``None`` that ended it."""
-    events: asyncio.Queue[Any] = asyncio.Queue()
-
-    async def run() -> None:
-        try:
-            async with api.websocket(account.token) as session:
-                async for result in session.subscribe(GraphQLRequest(RECEIVED)):
-                    await events.put(result["messageReceived"])
-            await events.put(None)
-        except TransportQueryError as exc:
-            await events.put(exc)
-
-    task = asyncio.create_task(run())
-    try:
-        yield events
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_events_cross_instances_through_redis(

@@ -24,11 +24,11 @@ from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.messenger.events import user_messages_channel
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
+from tests.support.broker import _broker_state, _readyz, _received
 from tests.support.client import Account, Api
+from tests.support.messenger import send
+from tests.support.metrics import scrape, value
 from tests.support.redis_helpers import WAIT, connection, master_of, redis_cluster, wait_subscribers
-from tests.test_broker import _broker_state, _readyz, _received
-from tests.test_messenger import send
-from tests.test_metrics import scrape, value
 
 CONVERSATION = "query($w: String!) { me { conversation(with: $w) { messages(first: 5) { nodes { id } } } } }"
 

@@ -20,9 +20,9 @@ import pytest
 
 from gateway.settings import Settings
 from tests.support.client import Api
+from tests.support.messenger import send
 from tests.support.processes import Gateway, start_gateway
 from tests.support.redis_helpers import WAIT
-from tests.test_messenger import send
 
 RECEIVED = "subscription { messageReceived { id } }"
 

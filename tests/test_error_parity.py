@@ -16,8 +16,8 @@ from gateway.graph.errors import ErrorCodes, ErrorCodeSchema
 from gateway.server.app import READY, create_app
 from gateway.settings import Settings
 from tests.support.client import Api, Response
+from tests.support.rooms import POST, create_room, room_name
 from tests.support.tcp_proxy import TcpProxy
-from tests.test_rooms import POST, create_room, room_name
 
 SECRET = "the vault combination is 12-34-56"
 

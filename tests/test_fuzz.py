@@ -31,6 +31,7 @@ from hypothesis_graphql import Mode, from_schema, nodes
 
 from tests.support.client import Api
 from tests.support.fuzz.budget import HANG_GUARD, Budget
+from tests.support.fuzz.problems import problems_of
 from tests.support.fuzz.watch import watching
 
 SCHEMA = (Path(__file__).resolve().parent.parent / "schema.graphql").read_text()
@@ -88,21 +89,6 @@ def generate(field: str, count: int, mode: Mode, seed: int | None = None) -> lis
             raise
         return []  # a field with no argument to get wrong
     return documents[:count]
-
-
-def problems_of(status: int, body: Any) -> list[str]:
-    if status >= 500:
-        return [f"HTTP {status}"]
-    if not isinstance(body, dict):
-        return [f"HTTP {status}, body is not a JSON object"]
-    found = []
-    for error in body.get("errors") or []:
-        code = (error.get("extensions") or {}).get("code")
-        if code is None:
-            found.append(f"error without a code: {error.get('message')!r}")
-        elif code == "INTERNAL_SERVER_ERROR":
-            found.append(f"INTERNAL_SERVER_ERROR: {error}")
-    return found
 
 
 async def test_fuzzed_documents_never_fail_the_server(api: Api) -> None:

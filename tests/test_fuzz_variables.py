@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from tests.support.client import Api
 from tests.support.fuzz.budget import HANG_GUARD, Budget
+from tests.support.fuzz.problems import problems_of
 from tests.support.fuzz.watch import watching
-from tests.test_fuzz import problems_of
 
 SCHEMA = graphql.build_schema((Path(__file__).resolve().parent.parent / "schema.graphql").read_text())
 #: Variable sets per root field inside ``scripts/test``.

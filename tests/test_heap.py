@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import collections
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import cassandra.metadata
 import cassandra.util
@@ -27,6 +25,7 @@ from gateway.settings import Settings
 from tests.conftest import ServerFactory
 from tests.support.blog import comment, publish, unique_tag
 from tests.support.client import Api
+from tests.support.memory import cyclic_garbage
 
 SERVER_SIDE = {"gateway", "strawberry", "cassandra"}
 #: Not a page's: the driver's copy of the cluster's schema (rebuilt on any schema change,
@@ -45,23 +44,6 @@ PAGE = """query($tag: String) {
   posts(tag: $tag, first: 10) { edges { cursor node { slug title body commentCount
     author { login postCount } } } }
 }"""
-
-
-@contextmanager
-def cyclic_garbage() -> Iterator[list[object]]:
-    """The objects the collector finds unreachable in cycles, made while the block runs."""
-    gc.collect()
-    gc.disable()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    found: list[object] = []
-    try:
-        yield found
-        gc.collect()
-        found.extend(gc.garbage)
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-        gc.enable()
 
 
 def of_other_sessions(garbage: list[object], session: object) -> set[int]:

@@ -15,21 +15,15 @@ from gql import gql
 from gql.transport.exceptions import TransportQueryError
 from graphql import get_introspection_query, parse
 
-from bench.bench_blog import FRONT_PAGE, POST_PAGE
-from bench.bench_mail import EMAIL, MAILBOX
-from bench.bench_messenger import CONVERSATION, MAIN_VIEW
-from bench.bench_rooms import HISTORY
 from gateway.graph.cost import analyse
 from gateway.schema import build_schema
 from gateway.settings import Settings
 from tests.conftest import ServerFactory
 from tests.support.client import Api, Response
+from tests.support.limits import NESTED
+from tests.support.screens import CONVERSATION, EMAIL, FRONT_PAGE, HISTORY, MAILBOX, MAIN_VIEW, POST_PAGE
 
 GRAPHIQL_BUNDLE = Path(__file__).parent.parent / "gateway/server/static/graphiql/graphiql.min.js"
-NESTED = (
-    "{ rooms(first: 100) { nodes { participants(first: 100) { nodes { rooms(first: 100) { nodes {"
-    " participants(first: 100) { nodes { login } } } } } } } } }"
-)
 
 
 def doubling_bomb(n: int, leaf: str) -> str:

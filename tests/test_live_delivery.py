@@ -20,8 +20,8 @@ from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api
+from tests.support.rooms import JOIN, create_room, post
 from tests.support.ws_protocol import TRANSPORT_WS, WAIT, Socket
-from tests.test_rooms import JOIN, create_room, post
 
 ROOM = "subscription($r: String!) { roomMessages(room: $r) { id content postedAt author { login } } }"
 WITH_EMAIL = "subscription($r: String!) { roomMessages(room: $r) { content author { login email } } }"

@@ -30,8 +30,8 @@ from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES, SOCKETS
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api
+from tests.support.rooms import JOIN, POST, create_room
 from tests.support.ws_protocol import WAIT
-from tests.test_rooms import JOIN, POST, create_room
 
 ROOM = "subscription($r: String!) { roomMessages(room: $r) { id content postedAt author { login } } }"
 #: Sockets measured, and sockets opened first so that what is made once (prepared statements,

@@ -32,8 +32,8 @@ from gateway.db.segments import SEGMENT_CODEC, ThreadConnection, WholeSegments, 
 from gateway.db.session import CassandraUnavailable, Database, RequestMetrics, measuring
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
+from tests.support.memory import cyclic_garbage
 from tests.support.tcp_proxy import TcpProxy
-from tests.test_heap import cyclic_garbage
 
 USER = "SELECT login FROM users WHERE login = ?"
 TABLES = "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?"

@@ -15,7 +15,7 @@ from gateway.mail.store import MailStore
 from gateway.server.app import SERVICES
 from tests.support.client import Account, Api
 from tests.support.ids import key, uuid_of
-from tests.support.mail_helpers import EMAIL, FOLDER, folder_ids, send_files, unread_counts
+from tests.support.mail_helpers import EMAIL, FOLDER, folder_ids, send_files, stored_chunks, unread_counts
 
 
 async def download(api: Api, path: str, account: Account | None) -> tuple[int, dict[str, str], bytes]:
@@ -24,14 +24,6 @@ async def download(api: Api, path: str, account: Account | None) -> tuple[int, d
     url = api.base_url + urlsplit(path).path
     async with aiohttp.ClientSession() as http, http.get(url, headers=headers) as response:
         return response.status, dict(response.headers), await response.read()
-
-
-async def stored_chunks(app: web.Application) -> set[tuple[uuid.UUID, int]]:
-    """Every chunk key in the keyspace (a scan, fine on a test keyspace)."""
-    rows = await app[SERVICES].db.execute_all(
-        "SELECT DISTINCT attachment_id, chunk_number FROM attachment_chunks", fetch_size=5000
-    )
-    return {(r["attachment_id"], r["chunk_number"]) for r in rows}
 
 
 async def test_a_2416000_byte_file_is_three_chunks_downloaded_byte_identical(

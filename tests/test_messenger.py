@@ -12,68 +12,27 @@ from aiohttp import web
 
 from gateway.db.clock import new_timeuuid, time_of
 from gateway.messenger.records import MessageRecord, conversation_id
-from gateway.messenger.store import MessengerStore
 from gateway.server.app import SERVICES
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api, unique_login
 from tests.support.ids import id_parts, key, uuid_of
-
-SEND = """mutation($to: String!, $content: String!, $key: String) {
-  sendMessage(to: $to, content: $content, clientMessageId: $key) {
-    id content sentAt conversationId clientMessageId sender { login } recipient { login }
-  }
-}"""
-MARK_READ = """mutation($with: String!) {
-  markConversationRead(with: $with) { partner { login } unreadCount unreadSince lastMessage }
-}"""
-MAIN_VIEW = """{ me { talkPartners(first: 100) { nodes {
-  partner { login firstname } lastMessage lastMessageAt lastMessageId lastMessageSender { login }
-  unreadCount unreadSince conversation { id unreadCount }
-} } } }"""
-CONVERSATION = """query($with: String!, $first: Int, $after: String) { me { conversation(with: $with) {
-  id with { login } unreadCount unreadSince
-  messages(first: $first, after: $after) {
-    edges { cursor node { id content sentAt sender { login } recipient { login } } }
-    pageInfo { hasNextPage endCursor }
-  }
-} } }"""
-
-
-async def send(api: Api, sender: Account, to: str, content: str, key: str | None = None) -> dict[str, Any]:
-    data = await api.ok(SEND, {"to": to, "content": content, "key": key}, token=sender.token)
-    return data["sendMessage"]
-
-
-async def partners(api: Api, account: Account) -> list[dict[str, Any]]:
-    return (await api.ok(MAIN_VIEW, token=account.token))["me"]["talkPartners"]["nodes"]
+from tests.support.messenger import (
+    CONVERSATION,
+    MAIN_VIEW,
+    MARK_READ,
+    SEND,
+    all_message_ids,
+    conversation,
+    partners,
+    send,
+    store_of,
+)
 
 
 async def partner_view(api: Api, account: Account, partner: str) -> dict[str, Any]:
     found = [p for p in await partners(api, account) if p["partner"]["login"] == partner]
     assert len(found) == 1, found
     return found[0]
-
-
-async def conversation(
-    api: Api, account: Account, other: str, first: int | None = None, after: str | None = None
-) -> dict[str, Any]:
-    variables = {"with": other, "first": first, "after": after}
-    return (await api.ok(CONVERSATION, variables, token=account.token))["me"]["conversation"]
-
-
-async def all_message_ids(api: Api, account: Account, other: str) -> list[str]:
-    ids: list[str] = []
-    after = None
-    while True:
-        page = (await conversation(api, account, other, first=100, after=after))["messages"]
-        ids.extend(edge["node"]["id"] for edge in page["edges"])
-        if not page["pageInfo"]["hasNextPage"]:
-            return ids
-        after = page["pageInfo"]["endCursor"]
-
-
-def store_of(app: web.Application) -> MessengerStore:
-    return app[SERVICES].store(MessengerStore)
 
 
 async def test_send_read_main_view_round_trip(api: Api) -> None:

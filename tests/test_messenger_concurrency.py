@@ -14,35 +14,15 @@ from aiohttp import web
 
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api, Response
-from tests.test_messenger import MAIN_VIEW, MARK_READ, SEND, all_message_ids, partners, store_of
-
-
-def unread_of(view: list[dict[str, Any]]) -> dict[str, int]:
-    return {p["partner"]["login"]: p["unreadCount"] for p in view}
-
-
-async def concurrent_sends_count_exactly(api: Api, other_api: Api) -> None:
-    """Ten senders send thirty messages each, all at once, alternating between two gateways:
-    every message is stored once and every unread count is exact."""
-    instances = itertools.cycle([api, other_api])
-    recipient = await api.sign_up("popular")
-    senders = await asyncio.gather(*(api.sign_up(f"fan{n}") for n in range(10)))
-
-    calls = [
-        next(instances).call(SEND, {"to": recipient.login, "content": f"{n} from {s.login}"}, token=s.token)
-        for s in senders
-        for n in range(30)
-    ]
-    responses: list[Response] = await asyncio.gather(*calls)
-    assert [r.errors for r in responses if r.errors] == []
-    ids = [r.result["sendMessage"]["id"] for r in responses]
-    assert len(set(ids)) == 300
-
-    view = await partners(other_api, recipient)
-    assert unread_of(view) == {s.login: 30 for s in senders}
-    assert all(p["unreadSince"] is not None for p in view)
-    for sender in senders[:3]:
-        assert len(await all_message_ids(api, recipient, sender.login)) == 30
+from tests.support.messenger import (
+    MAIN_VIEW,
+    MARK_READ,
+    SEND,
+    concurrent_sends_count_exactly,
+    partners,
+    store_of,
+    unread_of,
+)
 
 
 async def test_ten_senders_thirty_concurrent_sends_each_count_exactly(

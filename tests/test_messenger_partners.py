@@ -18,7 +18,7 @@ from gateway.messenger.store import MessengerStore
 from gateway.server.app import SERVICES
 from tests.support.cli import run_cli
 from tests.support.client import Account, Api
-from tests.test_messenger import SEND, send, store_of
+from tests.support.messenger import SEND, send, store_of
 
 PAGE = """query($first: Int, $after: String) { me { talkPartners(first: $first, after: $after) {
   edges { cursor node { partner { login } lastMessage lastMessageAt unreadCount } }

@@ -3,70 +3,13 @@ connections, to every device of each, and never to anyone else."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
-
 import pytest
 from aiohttp import web
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 
-from gateway.messenger.events import user_messages_channel
-from gateway.server.app import SERVICES
-from tests.support.client import Account, Api
-from tests.test_messenger import SEND, send
-
-MESSAGE_RECEIVED = """subscription { messageReceived {
-  id content sentAt conversationId sender { login firstname } recipient { login }
-} }"""
-
-EVENT_TIMEOUT = 20
-
-
-class Listener:
-    """One open connection of ``account`` with a running ``messageReceived`` subscription."""
-
-    def __init__(self, account: Account) -> None:
-        self.account = account
-        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-
-    async def next(self) -> dict[str, Any]:
-        return await asyncio.wait_for(self.events.get(), EVENT_TIMEOUT)
-
-
-@contextlib.asynccontextmanager
-async def listening(api: Api, app: web.Application, *accounts: Account) -> AsyncIterator[list[Listener]]:
-    """Subscribe once per account given (an account given twice has two devices),
-    and return once the gateway has registered every subscription."""
-    live = app[SERVICES].live
-    assert live is not None
-    expected: dict[str, int] = {}
-    for account in accounts:
-        channel = user_messages_channel(account.login)
-        expected[channel] = expected.get(channel, 0) + 1
-    baseline = {channel: live.followers(channel) for channel in expected}
-    listeners = [Listener(account) for account in accounts]
-
-    async def run(listener: Listener) -> None:
-        async with api.websocket(listener.account.token) as session:
-            async for result in session.subscribe(GraphQLRequest(MESSAGE_RECEIVED)):
-                await listener.events.put(result["messageReceived"])
-
-    tasks = [asyncio.create_task(run(listener)) for listener in listeners]
-    try:
-        async with asyncio.timeout(EVENT_TIMEOUT):
-            while any(live.followers(c) < baseline[c] + n for c, n in expected.items()):
-                for task in tasks:
-                    if task.done():
-                        task.result()
-                await asyncio.sleep(0.02)
-        yield listeners
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+from tests.support.client import Api
+from tests.support.messenger import MESSAGE_RECEIVED, SEND, listening, send
 
 
 async def test_delivers_to_recipient_and_senders_other_connection_never_to_a_third(

@@ -18,7 +18,6 @@ from typing import Any
 import aiohttp
 import pytest
 from gql import GraphQLRequest
-from prometheus_client.parser import text_string_to_metric_families
 
 from devnode.redis import RedisServer
 from gateway.server.logs import JsonFormatter, configure_logging, log_format
@@ -26,39 +25,16 @@ from gateway.server.metrics import ANONYMOUS, OTHER, OperationNames
 from gateway.settings import Settings, SettingsError
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api
-from tests.support.processes import METRICS_TOKEN, start_gateway
+from tests.support.messenger import SEND
+from tests.support.metrics import Samples, scrape, value
+from tests.support.processes import start_gateway
 from tests.support.redis_helpers import WAIT, private_redis
-from tests.test_messenger import SEND
 
 __all__ = ["private_redis"]
 
 ME = "query Me { me { user { login } } }"
 BAD_SEND = 'mutation BadSend { sendMessage(to: "", content: "hi") { id } }'
 INBOX = "subscription Inbox { messageReceived { id } }"
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-async def scrape(api: Api, *, fresh_connection: bool = False) -> Samples:
-    connector = aiohttp.TCPConnector(force_close=True) if fresh_connection else None
-    # The token is what a real cluster's /metrics wants; the development node's ignores it.
-    headers = {"Authorization": f"Bearer {METRICS_TOKEN}"}
-    async with (
-        aiohttp.ClientSession(connector=connector) as http,
-        http.get(f"{api.base_url}/metrics", headers=headers) as r,
-    ):
-        assert r.status == 200
-        assert r.headers["Content-Type"].startswith("text/plain; version=")
-        text = await r.text()
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, frozenset(labels.items())), 0.0)
 
 
 async def until(api: Api, name: str, expected: float, **labels: str) -> Samples:

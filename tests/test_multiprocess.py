@@ -27,18 +27,21 @@ from gateway.rooms.events import room_channel
 from gateway.settings import Settings
 from tests.support.blog import ADD_COMMENT, comment_input, publish
 from tests.support.client import Account, Api
-from tests.support.contacts import DISCOVERED, UPLOAD, fresh_phone, linked
+from tests.support.contacts import (
+    DISCOVERED,
+    UPLOAD,
+    concurrent_claims_of_one_identity_one_wins,
+    fresh_phone,
+    linked,
+)
+from tests.support.messenger import concurrent_sends_count_exactly, send
+from tests.support.persisted import codes, persisted, post
 from tests.support.processes import Gateway, start_gateway
+from tests.support.rate_limits import retry_after, sign_in
 from tests.support.redis_helpers import BROKER_KINDS, WAIT, Broker, private_broker, wait_subscribers
+from tests.support.rooms import DELETE, JOIN, create_room, thirty_concurrent_joins_are_all_counted
 from tests.support.webhook import CodeReceiver
 from tests.support.ws_protocol import TRANSPORT_WS, Socket
-from tests.test_contacts import concurrent_claims_of_one_identity_one_wins
-from tests.test_messenger import send
-from tests.test_messenger_concurrency import concurrent_sends_count_exactly
-from tests.test_persisted_queries import codes, persisted, post
-from tests.test_rate_limits import retry_after, sign_in
-from tests.test_rooms import DELETE, JOIN, create_room
-from tests.test_rooms_concurrency import thirty_concurrent_joins_are_all_counted
 
 #: Seconds within which a sign-out on one process closes the session's sockets on another.
 SIGN_OUT_WAIT = 5.0

@@ -20,8 +20,8 @@ from gateway.server.app import SERVICES
 from tests.support.blog import comment, publish, unique_tag
 from tests.support.client import Account, Api
 from tests.support.mail_helpers import send as send_email
-from tests.test_messenger import send
-from tests.test_rooms import create_room, post
+from tests.support.messenger import send
+from tests.support.rooms import create_room, post
 
 PAGE_INFO = "pageInfo { hasNextPage hasPreviousPage startCursor endCursor }"
 ARGS = "$first: Int, $after: String, $last: Int, $before: String"

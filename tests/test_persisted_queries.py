@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from pathlib import Path
@@ -14,32 +13,13 @@ import pytest
 from gateway.http.persisted import LruDocumentStore
 from tests.conftest import ServerFactory
 from tests.support.client import Api
-
-GRJ = "application/graphql-response+json"
-
-
-def sha(document: str) -> str:
-    return hashlib.sha256(document.encode()).hexdigest()
-
-
-def persisted(document: str) -> dict[str, Any]:
-    return {"persistedQuery": {"version": 1, "sha256Hash": sha(document)}}
-
-
-async def post(api: Api, body: dict[str, Any], accept: str = GRJ) -> tuple[int, dict[str, Any]]:
-    headers = {"Accept": accept}
-    async with aiohttp.ClientSession() as http, http.post(api.url, json=body, headers=headers) as r:
-        return r.status, await r.json(content_type=None)
+from tests.support.persisted import GRJ, codes, persisted, post, sha
 
 
 async def get(api: Api, params: dict[str, str]) -> tuple[int, dict[str, Any]]:
     headers = {"Accept": GRJ}
     async with aiohttp.ClientSession() as http, http.get(api.url, params=params, headers=headers) as r:
         return r.status, await r.json(content_type=None)
-
-
-def codes(result: dict[str, Any]) -> list[str]:
-    return [e["extensions"]["code"] for e in result.get("errors", [])]
 
 
 async def test_an_unknown_hash_asks_for_the_query_then_hash_only_requests_work(api: Api) -> None:

@@ -47,7 +47,7 @@ from tests.support.blog import comment, publish
 from tests.support.client import Account, Api
 from tests.support.mail_helpers import MARK
 from tests.support.mail_helpers import send as send_email
-from tests.test_rooms import POST, create_room
+from tests.support.rooms import POST, create_room
 
 
 @strawberry.enum

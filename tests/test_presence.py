@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,14 +15,11 @@ from aiohttp import web
 from gateway.server.app import SERVICES
 from gateway.users.presence import Presence, presence_channel
 from tests.support.client import Account, Api
-from tests.support.ws_protocol import TRANSPORT_WS, WAIT, Socket
-from tests.test_messenger import send
-from tests.test_rooms import JOIN, create_room
+from tests.support.messenger import send
+from tests.support.presence import CHANGED, PRESENCE, next_event, online, presence_of
+from tests.support.rooms import JOIN, create_room
+from tests.support.ws_protocol import WAIT, Socket
 
-PRESENCE = "query($l: String!) { user(login: $l) { presence { online lastSeenAt } } }"
-CHANGED = """subscription($l: [String!]!) {
-  presenceChanged(logins: $l) { user { login } presence { online lastSeenAt } }
-}"""
 PARTNERS = "{ me { talkPartners(first: 50) { nodes { partner { login presence { online lastSeenAt } } } } } }"
 HIDE = "mutation($v: Boolean!) { setPresenceVisible(visible: $v) }"
 
@@ -34,22 +30,6 @@ async def _until(predicate: Any) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the condition never held")
-
-
-@contextlib.asynccontextmanager
-async def online(api: Api, account: Account) -> AsyncIterator[Socket]:
-    """A signed-in socket of ``account``, open for the block."""
-    async with Socket.open(api, TRANSPORT_WS) as socket:
-        acked = await socket.init(account.token)
-        assert acked is not None and acked["type"] == "connection_ack", acked
-        yield socket
-
-
-async def presence_of(api: Api, viewer: Account, login: str) -> dict[str, Any] | None:
-    found: dict[str, Any] | None = (await api.ok(PRESENCE, {"l": login}, token=viewer.token))["user"][
-        "presence"
-    ]
-    return found
 
 
 async def until_presence(api: Api, viewer: Account, login: str, is_online: bool) -> dict[str, Any]:
@@ -63,14 +43,6 @@ async def until_presence(api: Api, viewer: Account, login: str, is_online: bool)
 
     await _until(holds)
     return seen
-
-
-async def next_event(socket: Socket) -> dict[str, Any]:
-    message = await socket.receive()
-    assert message is not None and message["type"] == "next", message
-    assert "errors" not in message["payload"], message
-    event: dict[str, Any] = message["payload"]["data"]["presenceChanged"]
-    return event
 
 
 def presence_service(app: web.Application) -> Presence:

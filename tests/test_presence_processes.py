@@ -20,11 +20,11 @@ import pytest
 
 from gateway.settings import Settings
 from gateway.users.presence import presence_channel
+from tests.support.messenger import send
+from tests.support.presence import CHANGED, next_event, online, presence_of
 from tests.support.processes import Gateway, start_gateway
 from tests.support.redis_helpers import BROKER_KINDS, WAIT, Broker, private_broker, wait_subscribers
 from tests.support.ws_protocol import TRANSPORT_WS, Socket
-from tests.test_messenger import send
-from tests.test_presence import CHANGED, next_event, online, presence_of
 
 TTL = 3.0
 

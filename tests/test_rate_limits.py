@@ -21,29 +21,17 @@ from tests.support.client import Account, Api, Response, unique_login
 from tests.support.contacts import UPLOAD, fresh_phone, linked
 from tests.support.mail_helpers import SEND as SEND_EMAIL
 from tests.support.mail_helpers import email_input
+from tests.support.rate_limits import retry_after, sign_in
+from tests.support.rooms import POST as POST_ROOM_MESSAGE
+from tests.support.rooms import create_room
 from tests.support.webhook import CodeReceiver
-from tests.test_rooms import POST as POST_ROOM_MESSAGE
-from tests.test_rooms import create_room
 
-SIGN_IN = "mutation($l: String!, $p: String!) { signIn(login: $l, password: $p) { token user { login } } }"
 SEND_MESSAGE = "mutation($to: String!, $c: String!) { sendMessage(to: $to, content: $c) { id } }"
 TRUSTED_LOOPBACK: dict[str, Any] = {"trusted_proxies": ("127.0.0.1",)}
 
 
 def from_address(address: str) -> dict[str, str]:
     return {"X-Forwarded-For": address}
-
-
-def retry_after(response: Response) -> int:
-    """The retryAfter of the single RATE_LIMITED error of ``response``."""
-    assert response.codes == ["RATE_LIMITED"], response
-    seconds = response.errors[0]["extensions"]["retryAfter"]
-    assert isinstance(seconds, int) and seconds >= 1
-    return seconds
-
-
-async def sign_in(api: Api, login: str, password: str, **kwargs: Any) -> Response:
-    return await api.call(SIGN_IN, {"l": login, "p": password}, **kwargs)
 
 
 async def test_a_burst_of_wrong_passwords_backs_off_and_the_right_one_works_after_the_wait(

@@ -14,9 +14,9 @@ from gateway.messenger.events import receipts_channel, typing_channel
 from gateway.server.app import SERVICES
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api
+from tests.support.messenger import MARK_READ, send
+from tests.support.presence import online
 from tests.support.ws_protocol import WAIT, Socket
-from tests.test_messenger import MARK_READ, send
-from tests.test_presence import online
 
 RECEIPTS = """subscription { conversationRead {
   by { login } readAt conversation { id unreadCount partnerReadAt with { login } }

@@ -42,12 +42,12 @@ from gateway.messenger.events import user_messages_channel
 from gateway.rooms.events import room_channel
 from gateway.settings import Settings
 from tests.support.client import Account, Api
+from tests.support.presence import presence_of
 from tests.support.processes import METRICS_TOKEN, Gateway, start_gateway
+from tests.support.rate_limits import sign_in
 from tests.support.redis_helpers import WAIT, redis_server, subscribers
+from tests.support.rooms import room_name
 from tests.support.ws_protocol import TRANSPORT_WS, Socket
-from tests.test_presence import presence_of
-from tests.test_rate_limits import sign_in
-from tests.test_rooms import room_name
 
 CYCLES = 3
 CLIENTS = 6

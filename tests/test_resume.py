@@ -22,8 +22,8 @@ from gateway.server.app import SERVICES
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api
 from tests.support.ids import uuid_of
-from tests.test_messenger import send
-from tests.test_rooms import create_room, join, post
+from tests.support.messenger import send
+from tests.support.rooms import create_room, join, post
 
 DIRECT = """subscription($after: String) {
   messageReceived(after: $after) { id content sender { login } }

@@ -27,9 +27,9 @@ from gateway.settings import Settings
 from tests.conftest import start_server
 from tests.support.cli import run_cli
 from tests.support.client import Account, Api, Response
+from tests.support.messenger import CONVERSATION, SEND
 from tests.support.ring_support import REQUEST_TIMEOUT, ring, ring_settings
-from tests.test_messenger import CONVERSATION, SEND
-from tests.test_rooms import CREATE, HISTORY, JOIN, POST, USER_ROOMS, room_name
+from tests.support.rooms import CREATE, HISTORY, JOIN, POST, USER_ROOMS, room_name
 
 pytestmark = pytest.mark.ring
 

@@ -45,7 +45,7 @@ from tests.support.client import Account
 from tests.support.processes import Gateway, start_gateway
 from tests.support.ring_support import REQUEST_TIMEOUT, ring, ring_settings
 from tests.support.ring_workload import Client, Findings, Ledger, Pair, Ring
-from tests.test_rooms import room_name
+from tests.support.rooms import room_name
 
 pytestmark = pytest.mark.ring
 

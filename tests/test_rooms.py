@@ -5,84 +5,27 @@ The helpers here are shared by the other ``test_rooms_*`` modules.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from tests.support.client import Account, Api
-
-ROOM_FIELDS = (
-    "name banner createdAt participantCount creator { login } participants(first: 100) { nodes { login } }"
+from tests.support.client import Api
+from tests.support.rooms import (
+    CREATE,
+    DELETE,
+    HISTORY,
+    JOIN,
+    LEAVE,
+    POST,
+    ROOM,
+    create_room,
+    history,
+    join,
+    post,
+    room_name,
+    user_rooms,
 )
-CREATE = f"mutation($n: String!, $b: String) {{ createRoom(name: $n, banner: $b) {{ {ROOM_FIELDS} }} }}"
-JOIN = f"mutation($n: String!) {{ joinRoom(name: $n) {{ {ROOM_FIELDS} }} }}"
-LEAVE = "mutation($n: String!) { leaveRoom(name: $n) }"
-DELETE = "mutation($n: String!) { deleteRoom(name: $n) }"
-POST = """mutation($r: String!, $c: String!) {
-  postRoomMessage(room: $r, content: $c) {
-    id content systemMessage postedAt author { login } room { name participantCount }
-  }
-}"""
-ROOM = f"query($n: String!) {{ room(name: $n) {{ {ROOM_FIELDS} }} }}"
-HISTORY = """query($n: String!, $first: Int, $after: String) {
-  room(name: $n) {
-    messages(first: $first, after: $after) {
-      edges { cursor node { id content systemMessage postedAt author { login firstname } } }
-      pageInfo { hasNextPage endCursor }
-    }
-  }
-}"""
-USER_ROOMS = """query($l: String!, $first: Int, $after: String) {
-  user(login: $l) {
-    rooms(first: $first, after: $after) { nodes { name } pageInfo { hasNextPage endCursor } }
-  }
-}"""
-
-
-def room_name(prefix: str = "r") -> str:
-    return f"{prefix}{uuid.uuid4().hex[:12]}"
-
-
-async def create_room(api: Api, account: Account, name: str | None = None, banner: str | None = None) -> str:
-    name = name or room_name()
-    data = await api.ok(CREATE, {"n": name, "b": banner}, token=account.token)
-    assert data["createRoom"]["name"] == name
-    return name
-
-
-async def join(api: Api, account: Account, name: str) -> dict[str, Any]:
-    return (await api.ok(JOIN, {"n": name}, token=account.token))["joinRoom"]
-
-
-async def post(api: Api, account: Account, name: str, content: str) -> dict[str, Any]:
-    return (await api.ok(POST, {"r": name, "c": content}, token=account.token))["postRoomMessage"]
-
-
-async def user_rooms(api: Api, login: str, first: int = 100) -> list[str]:
-    """Every room the user lists, following cursors."""
-    names: list[str] = []
-    after = None
-    while True:
-        connection = (await api.ok(USER_ROOMS, {"l": login, "first": first, "after": after}))["user"]["rooms"]
-        names.extend(r["name"] for r in connection["nodes"])
-        if not connection["pageInfo"]["hasNextPage"]:
-            return names
-        after = connection["pageInfo"]["endCursor"]
-
-
-async def history(api: Api, account: Account, name: str, first: int = 100) -> list[dict[str, Any]]:
-    """The whole history, newest first, following cursors."""
-    out: list[dict[str, Any]] = []
-    after = None
-    while True:
-        data = await api.ok(HISTORY, {"n": name, "first": first, "after": after}, token=account.token)
-        connection = data["room"]["messages"]
-        out.extend(edge["node"] for edge in connection["edges"])
-        if not connection["pageInfo"]["hasNextPage"]:
-            return out
-        after = connection["pageInfo"]["endCursor"]
 
 
 async def test_room_life_cycle_with_system_messages(api: Api) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 from datetime import datetime
 from uuid import UUID
@@ -16,30 +15,15 @@ from gateway.rooms.records import RoomRecord
 from gateway.rooms.store import DeleteOutcome, RoomStore
 from gateway.server.app import SERVICES
 from tests.support.client import Api, Response
-from tests.test_rooms import DELETE, JOIN, LEAVE, ROOM, create_room, history, user_rooms
-
-
-async def thirty_concurrent_joins_are_all_counted(api: Api, other_api: Api) -> None:
-    """Thirty users join one room at once, alternating between two gateways: every join counts."""
-    instances = itertools.cycle([api, other_api])
-    creator = await api.sign_up("host")
-    joiners = await asyncio.gather(*(api.sign_up("joiner") for _ in range(30)))
-    name = await create_room(api, creator)
-
-    responses = await asyncio.gather(
-        *(next(instances).call(JOIN, {"n": name}, token=j.token) for j in joiners)
-    )
-    assert [r.errors for r in responses] == [[]] * 30
-
-    room = (await api.ok(ROOM, {"n": name}))["room"]
-    assert room["participantCount"] == 31
-    assert sorted(p["login"] for p in room["participants"]["nodes"]) == sorted(
-        [creator.login, *(j.login for j in joiners)]
-    )
-    listed = await asyncio.gather(*(user_rooms(api, j.login) for j in joiners))
-    assert all(rooms == [name] for rooms in listed)
-    joins = [m for m in await history(api, creator, name) if m["content"].endswith(" joins the room")]
-    assert sorted(m["content"] for m in joins) == sorted(f"{j.login} joins the room" for j in joiners)
+from tests.support.rooms import (
+    DELETE,
+    JOIN,
+    LEAVE,
+    ROOM,
+    create_room,
+    thirty_concurrent_joins_are_all_counted,
+    user_rooms,
+)
 
 
 async def test_thirty_concurrent_joins_are_all_counted(api: Api) -> None:

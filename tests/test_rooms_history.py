@@ -8,7 +8,7 @@ from typing import Any
 from gateway.server.app import SERVICES
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api
-from tests.test_rooms import HISTORY, JOIN, create_room, history, post
+from tests.support.rooms import HISTORY, JOIN, create_room, history, post
 
 #: A bucket so wide (about 31 years) that no test run straddles two: statement
 #: counts then compare pages that read the same number of buckets.

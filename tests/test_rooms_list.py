@@ -10,7 +10,7 @@ import pytest
 
 from gateway.graph.pagination import encode_cursor
 from tests.support.client import Api
-from tests.test_rooms import DELETE, create_room
+from tests.support.rooms import DELETE, create_room
 
 ROOMS = """query($first: Int, $after: String) {
   rooms(first: $first, after: $after) {

@@ -15,7 +15,7 @@ from gateway.settings import Settings
 from tests.conftest import ServerFactory
 from tests.support.cli import run_cli
 from tests.support.client import Account, Api
-from tests.test_rooms import DELETE, JOIN, LEAVE, ROOM, create_room, join, room_name, user_rooms
+from tests.support.rooms import DELETE, JOIN, LEAVE, ROOM, create_room, join, room_name, user_rooms
 
 PARTICIPANTS = """query($n: String!, $first: Int, $after: String) {
   room(name: $n) {

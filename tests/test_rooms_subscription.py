@@ -16,7 +16,7 @@ from gateway.server.app import SERVICES
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api
 from tests.support.redis_helpers import private_redis
-from tests.test_rooms import DELETE, JOIN, LEAVE, create_room, post, room_name
+from tests.support.rooms import DELETE, JOIN, LEAVE, create_room, post, room_name
 
 __all__ = ["private_redis"]
 

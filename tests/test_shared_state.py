@@ -22,6 +22,9 @@ from gateway.http.session_watch import BROKER_POLL_SECONDS
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.support.client import Api, Response
+from tests.support.messenger import send
+from tests.support.persisted import codes, persisted, post
+from tests.support.rate_limits import sign_in
 from tests.support.redis_helpers import (
     BROKER_KINDS,
     WAIT,
@@ -31,9 +34,6 @@ from tests.support.redis_helpers import (
     wait_subscribers,
 )
 from tests.support.ws_protocol import TRANSPORT_WS, Socket
-from tests.test_messenger import send
-from tests.test_persisted_queries import codes, persisted, post
-from tests.test_rate_limits import sign_in
 
 
 @pytest.fixture(params=BROKER_KINDS)

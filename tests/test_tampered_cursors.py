@@ -18,8 +18,8 @@ import pytest
 
 from tests.support.blog import comment_input, publish
 from tests.support.client import Account, Api
-from tests.test_messenger import send
-from tests.test_rooms import create_room, post
+from tests.support.messenger import send
+from tests.support.rooms import create_room, post
 
 CONNECTIONS = {
     "posts": "query($a: String) { posts(first: 2, after: $a) { nodes { slug } } }",

@@ -28,10 +28,9 @@ from gateway.server.app import READY, SERVICES, create_app
 from gateway.settings import Settings
 from tests.support.client import Account, Api
 from tests.support.contacts import REQUEST, fresh_phone
+from tests.support.messenger import listening, send
 from tests.support.processes import start_gateway
 from tests.support.webhook import CodeReceiver
-from tests.test_messenger import send
-from tests.test_messenger_subscription import listening
 
 CONVERSATION = """query Conversation($with: String!) { me { conversation(with: $with) {
   id unreadCount partnerReadAt

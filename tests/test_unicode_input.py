@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.support.client import Api
-from tests.test_messenger import SEND, partners
-from tests.test_rooms import create_room, history
+from tests.support.messenger import SEND, partners
+from tests.support.rooms import create_room, history
 
 LONE = "hello \ud800 there"
 POST_ROOM = "mutation($r: String!, $c: String!) { postRoomMessage(room: $r, content: $c) { id } }"

@@ -20,8 +20,7 @@ from aiohttp import web
 
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api
-from tests.support.mail_helpers import SEND, email_input
-from tests.test_mail_attachments import stored_chunks
+from tests.support.mail_helpers import SEND, email_input, stored_chunks
 
 Part = tuple[str, str | None, bytes]
 

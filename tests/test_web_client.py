@@ -22,7 +22,7 @@ import pytest
 from gateway.db.timeline import REPLAY_MAX
 from tests.support.client import Api, unique_login
 from tests.support.js_runner import run_node
-from tests.test_rooms import create_room
+from tests.support.rooms import create_room
 
 ROOT = Path(__file__).resolve().parent.parent
 WEB = ROOT / "examples" / "web"

@@ -16,8 +16,8 @@ from gateway.server.app import SERVICES, SOCKETS
 from tests.conftest import ServerFactory
 from tests.support.client import Api
 from tests.support.fuzz.watch import watching
+from tests.support.rooms import create_room, post
 from tests.support.ws_protocol import PROTOCOLS, TRANSPORT_WS, WAIT, Socket
-from tests.test_rooms import create_room, post
 
 SUBSCRIBE = "subscription($r: String!) { roomMessages(room: $r) { content } }"
 MY_ROOMS = "query { me { user { login rooms(first: 50) { edges { node { name } } } } } }"

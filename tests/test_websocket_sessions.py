@@ -13,8 +13,8 @@ import pytest
 from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES, SOCKETS
 from tests.support.client import Account, Api
+from tests.support.rooms import create_room, post
 from tests.support.ws_protocol import LEGACY_WS, PROTOCOLS, TRANSPORT_WS, WAIT, Socket
-from tests.test_rooms import create_room, post
 
 ME = "{ me { user { login } } }"
 SUBSCRIBE = "subscription($r: String!) { roomMessages(room: $r) { content } }"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -156,3 +157,30 @@ async def fanouts_done(app: web.Application, within: float = 120.0) -> None:
             return
         assert loop.time() < deadline, f"fan-out jobs still pending: {pending}"
         await asyncio.sleep(0.1)
+
+
+async def concurrent_claims_of_one_identity_one_wins(api: Api, other_api: Api, codes: CodeReceiver) -> None:
+    """Twenty users claim one identity at once, alternating between two gateways: one wins."""
+    instances = itertools.cycle([api, other_api])
+    claimants = await asyncio.gather(*(api.sign_up("claim") for _ in range(20)))
+    email = f"Shared.{claimants[0].login}@Example.com"
+    # Each claimant proves they received a code (the sender delivers every request), then
+    # all link at once: the owner claim is an LWT, so exactly one wins.
+    proofs = [await request_code(api, codes, c.token, "email", email) for c in claimants]
+    responses = await asyncio.gather(
+        *(
+            next(instances).call(LINK, {"network": "email", "networkId": email, "code": code}, token=c.token)
+            for c, code in zip(claimants, proofs, strict=True)
+        )
+    )
+    winners = [c for c, r in zip(claimants, responses, strict=True) if not r.errors]
+    losers = [r for r in responses if r.errors]
+    assert len(winners) == 1
+    assert len(losers) == 19
+    assert all(r.codes == ["CONFLICT"] for r in losers)
+    assert all(r.errors[0]["extensions"]["field"] == "networkId" for r in losers)
+    winner_identities = (await api.ok(IDENTITIES, token=winners[0].token))["me"]["identities"]
+    assert [(i["network"], i["networkId"]) for i in winner_identities] == [("email", email.lower())]
+    for loser in claimants:
+        if loser is not winners[0]:
+            assert (await api.ok(IDENTITIES, token=loser.token))["me"]["identities"] == []

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import io
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from aiohttp import web
 from gql.transport.file_upload import FileVar
 
+from gateway.server.app import SERVICES
 from tests.support.client import Account, Api
 from tests.support.ids import key
 
@@ -87,3 +90,11 @@ async def folder_ids(api: Api, account: Account, label: str, first: int = 100) -
     view of an email, where the global ids of the summaries and the emails differ."""
     data = await api.ok(FOLDER, {"label": label, "first": first}, token=account.token)
     return [key(e["node"]["id"]) for e in data["me"]["folder"]["emails"]["edges"]]
+
+
+async def stored_chunks(app: web.Application) -> set[tuple[uuid.UUID, int]]:
+    """Every chunk key in the keyspace (a scan, fine on a test keyspace)."""
+    rows = await app[SERVICES].db.execute_all(
+        "SELECT DISTINCT attachment_id, chunk_number FROM attachment_chunks", fetch_size=5000
+    )
+    return {(r["attachment_id"], r["chunk_number"]) for r in rows}
