@@ -24,7 +24,7 @@ from tests.support.client import Api, unique_login
 from tests.support.js_runner import run_node
 from tests.support.rooms import create_room
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "examples" / "web"
 GENERATED = WEB / "src" / "gql"
 #: Screenshots of the last run, by scenario (ignored by git).

@@ -34,7 +34,7 @@ from tests.support.fuzz.budget import HANG_GUARD, Budget
 from tests.support.fuzz.problems import problems_of
 from tests.support.fuzz.watch import watching
 
-SCHEMA = (Path(__file__).resolve().parent.parent / "schema.graphql").read_text()
+SCHEMA = (Path(__file__).resolve().parents[2] / "schema.graphql").read_text()
 #: Documents generated per root field: valid ones, and ones with arguments of the wrong
 #: type or missing (``Mode.NEGATIVE``); with 25 fields, signed in and anonymous, about 800 requests.
 EXAMPLES_PER_FIELD = {Mode.POSITIVE: 12, Mode.NEGATIVE: 6}

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.client import Api
 from tests.support.processes import METRICS_TOKEN
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "ops" / "grafana" / "dashboards" / "gateway.json"
 RULES = ROOT / "ops" / "prometheus" / "rules.yml"
 PROMETHEUS = ROOT / "ops" / "prometheus" / "prometheus.yml"

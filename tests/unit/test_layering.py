@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "gateway"
 #: Module names (last part) of the domain layer under the GraphQL adapters; ``*_store`` counts as ``store``.
 DOMAIN_LOGIC = ("store", "rules", "service")

@@ -23,7 +23,7 @@ from tests.support.client import Api, Response
 from tests.support.limits import NESTED
 from tests.support.screens import CONVERSATION, EMAIL, FRONT_PAGE, HISTORY, MAILBOX, MAIN_VIEW, POST_PAGE
 
-GRAPHIQL_BUNDLE = Path(__file__).parent.parent / "gateway/server/static/graphiql/graphiql.min.js"
+GRAPHIQL_BUNDLE = Path(__file__).parents[2] / "gateway/server/static/graphiql/graphiql.min.js"
 
 
 def doubling_bomb(n: int, leaf: str) -> str:

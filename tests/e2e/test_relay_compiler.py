@@ -28,7 +28,7 @@ from tests.support.js_runner import JS
 
 RELAY = JS / "relay"
 COMPILER = JS / "node_modules" / "relay-compiler" / "cli.js"
-SCHEMA = Path(__file__).parents[1] / "schema.graphql"
+SCHEMA = Path(__file__).parents[2] / "schema.graphql"
 
 #: Every operation the documents define, the four pagination and refetch queries the
 #: compiler derives from the fragments among them.

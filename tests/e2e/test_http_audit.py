@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.client import Api
 
-JS = Path(__file__).parent / "js"
+JS = Path(__file__).resolve().parents[1] / "js"
 
 
 async def test_graphql_http_audit_passes_every_check(api: Api) -> None:

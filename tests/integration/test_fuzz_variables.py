@@ -27,7 +27,7 @@ from tests.support.fuzz.budget import HANG_GUARD, Budget
 from tests.support.fuzz.problems import problems_of
 from tests.support.fuzz.watch import watching
 
-SCHEMA = graphql.build_schema((Path(__file__).resolve().parent.parent / "schema.graphql").read_text())
+SCHEMA = graphql.build_schema((Path(__file__).resolve().parents[2] / "schema.graphql").read_text())
 #: Variable sets per root field inside ``scripts/test``.
 BRIEF_PER_FIELD = 4
 
