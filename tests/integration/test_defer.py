@@ -1,8 +1,8 @@
 """``@defer`` and ``@stream`` over HTTP as ``multipart/mixed`` (``gateway/http/incremental.py``).
 
 Read with a raw HTTP client, to see the parts as sent; Apollo Client 4 reads them in
-``tests/test_apollo_client.py``, and the plain-field executor answers them as the
-reference executor does in ``tests/test_plain_fields.py``.
+``tests/e2e/test_apollo_client.py``, and the plain-field executor answers them as the
+reference executor does in ``tests/integration/test_plain_fields.py``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ bits, floats at their extremes, enums and input objects with fields left out or 
 lists where one value belongs) or from no type at all (any JSON, nested, null).
 
 Documents are fixed and valid, so everything lands on variable coercion and on the
-resolvers' own rules; ``tests/test_fuzz.py`` varies the documents. Whatever the values,
+resolvers' own rules; ``tests/integration/test_fuzz.py`` varies the documents. Whatever the values,
 the gateway must answer below 500, never with ``INTERNAL_SERVER_ERROR``, give every error a
 code, within ``HANG_GUARD`` seconds, and write no traceback or error to its log.
 """

@@ -61,7 +61,7 @@ async def test_readyz_answers_after_the_corpus(api: Api) -> None:
 
 
 #: Requests aiohttp cannot parse, and bodies whose framing or coding breaks while read,
-#: as raw bytes (no client library sends them); each found by ``tests/test_fuzz_http.py``.
+#: as raw bytes (no client library sends them); each found by ``tests/integration/test_fuzz_http.py``.
 MALFORMED_ON_THE_WIRE = {
     "a version that is not one": b"GET /graphql HTTP/1.1x\r\nHost: h\r\n\r\n",
     "two Host headers": b"GET /readyz HTTP/1.1\r\nHost: h\r\nHost: \r\n\r\n",

@@ -1,7 +1,7 @@
 """Presence: online while a signed-in socket is open, last seen when the last one closed,
 visible only to the user, their talk partners and their room mates, and never online for
 a user who chose to appear offline. (Across processes and a killed process:
-``tests/test_presence_processes.py``.)"""
+``tests/integration/test_presence_processes.py``.)"""
 
 from __future__ import annotations
 

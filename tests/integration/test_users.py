@@ -75,7 +75,7 @@ async def test_garbage_tokens_are_unauthenticated_not_500(api: Api, header: str)
 
 
 async def test_a_token_that_is_not_text_is_unauthenticated_over_http_and_websocket(api: Api) -> None:
-    """Found by ``tests/test_fuzz_http.py``: a header's bytes that are not UTF-8 reached the
+    """Found by ``tests/integration/test_fuzz_http.py``: a header's bytes that are not UTF-8 reached the
     session lookup as a string that cannot be encoded, and the answer was INTERNAL_SERVER_ERROR."""
     host, port = address(api.base_url)
     body = json.dumps({"query": ME}).encode()
@@ -96,7 +96,7 @@ async def test_a_token_that_is_not_text_is_unauthenticated_over_http_and_websock
 
 
 async def test_a_password_that_is_not_unicode_is_bad_input_at_sign_up_and_wrong_at_sign_in(api: Api) -> None:
-    """Found by ``tests/test_fuzz_variables.py``: a lone surrogate in a password reached the
+    """Found by ``tests/integration/test_fuzz_variables.py``: a lone surrogate in a password reached the
     password hash, which cannot encode it, and the answer was INTERNAL_SERVER_ERROR."""
     login = unique_login("surr")
     sign_up = "mutation($i: SignUpInput!) { signUp(input: $i) { token } }"

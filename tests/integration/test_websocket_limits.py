@@ -47,7 +47,7 @@ async def test_a_message_over_the_body_limit_closes_the_socket_1009(api: Api) ->
 async def test_a_document_that_does_not_parse_is_answered_as_its_protocol_says_and_logs_nothing(
     api: Api,
 ) -> None:
-    """Found by ``tests/test_fuzz_websocket.py``: the parser cache parses in a hook, outside
+    """Found by ``tests/integration/test_fuzz_websocket.py``: the parser cache parses in a hook, outside
     the guard Strawberry keeps over its own parse, so over a socket the syntax error escaped
     the operation's task, logged with its traceback, and the client heard nothing."""
     with watching() as log:
@@ -71,7 +71,7 @@ async def test_a_document_that_does_not_parse_is_answered_as_its_protocol_says_a
 
 
 #: Messages that are JSON objects but of no shape either protocol allows (found by
-#: ``tests/test_fuzz_websocket.py``: Strawberry's legacy handler indexed them blindly, and
+#: ``tests/integration/test_fuzz_websocket.py``: Strawberry's legacy handler indexed them blindly, and
 #: the socket's whole handler failed with a traceback in the log).
 MISSHAPEN: list[dict[str, Any]] = [
     {"payload": 0},

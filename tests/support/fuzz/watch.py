@@ -19,7 +19,7 @@ WATCHED = ("gateway", "aiohttp", "asyncio", "strawberry", "graphql")
 #: is let through: (logger, exception type). None now: a WebSocket the client closes while the
 #: server sends on it logged ``WebSocketDisconnected`` at ERROR until the WebSocket handlers
 #: dropped such messages (``gateway/http/websocket.py``; held by
-#: ``tests/test_websocket_caps.py``).
+#: ``tests/integration/test_websocket_caps.py``).
 KNOWN: frozenset[tuple[str, str]] = frozenset()
 
 
