@@ -4,7 +4,7 @@ Every table of the docs whose header starts ``| table |`` (``docs/data-model/*.m
 shared tables of ``docs/README.md``) carries :data:`COLUMN` last; each row naming a table of
 ``cql/*.cql`` first holds :func:`bench.capacity.partitions.cell` of that table's largest
 partition under the shipped workload. ``scripts/capacity partitions --write-docs`` rewrites the
-column; ``tests/unit/test_capacity.py`` fails when it drifts.
+column; ``tests/unit/test_bench_capacity.py`` fails when it drifts.
 """
 
 from __future__ import annotations
