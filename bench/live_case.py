@@ -295,9 +295,12 @@ def _limits_env() -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def gateway(world: World, workers: int) -> AsyncIterator[Gateway]:
+async def gateway(
+    world: World, workers: int, settings_env: dict[str, str] | None = None
+) -> AsyncIterator[Gateway]:
     """``gateway serve --workers N`` as an operator runs it, on a free port; 2 or more with
-    the run's broker. Its log goes to a file; the kinds of error in it end up in ``errors``."""
+    the run's broker; ``settings_env`` sets more of its variables. Its log goes to a file; the
+    kinds of error in it end up in ``errors``."""
     port = _free_port()
     broker = world.broker_url if workers > 1 else ""
     env = {
@@ -307,6 +310,7 @@ async def gateway(world: World, workers: int) -> AsyncIterator[Gateway]:
         # The contacts fan-out worker's look for orphaned jobs reads a table every few seconds,
         # nothing a delivery does; once in ten minutes it stays out of the node's counts.
         "GATEWAY_CONTACTS_FANOUT_POLL_SECONDS": "600",
+        **(settings_env or {}),
     }
     log = tempfile.TemporaryFile()
     process = await asyncio.create_subprocess_exec(
