@@ -132,6 +132,8 @@ class Outcome:
     rss_idle_kib: int = 0
     rss_after_kib: int = 0
     load_processes: int = 1
+    #: Cores the gateway processes kept busy over an idle window with every socket open, if measured.
+    idle_cores: float | None = None
     #: The machine's 1-minute load average when the case started (other work shares it).
     load_average: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -498,15 +500,24 @@ def _next_seq(count: int) -> int:
 
 
 async def run_case(
-    world: World, case: Case, *, duration: float, grace: float, load_processes: int | None = None
+    world: World,
+    case: Case,
+    *,
+    duration: float,
+    grace: float,
+    load_processes: int | None = None,
+    settings_env: dict[str, str] | None = None,
+    idle_seconds: float = 0.0,
 ) -> Outcome:
-    """One case, on gateway processes of its own (the module's docstring lists the steps)."""
+    """One case, on gateway processes of its own (the module's docstring lists the steps);
+    ``settings_env`` sets more of the gateway's variables; with ``idle_seconds`` the gateway's
+    CPU is read over that long with every socket open and nothing sent."""
     outcome = Outcome(case, load_average=float(load_average().split()[0]))
     plan_ = plan(world, case)
     count = max(1, round(case.rate * duration))
     first_seq = _next_seq(count)
     probes = _Probes()
-    async with gateway(world, case.workers) as gw:
+    async with gateway(world, case.workers, settings_env) as gw:
         await asyncio.gather(*(gw.client.post("{ __typename }") for _ in range(SENDER_CONNECTIONS)))
         await _to_every_socket(gw, plan_, case, "warm-up")
         node_before = await _node_counts(world)
@@ -545,6 +556,10 @@ async def run_case(
             background = _difference(await _node_counts(world), idle_before)
             background_rate = {k: v / (time.monotonic() - idle_started) for k, v in background.items()}
             outcome.rss_idle_kib = gw.rss_kib
+            if idle_seconds:
+                idle_cpu, idle_from = _process_tree_cpu(gw.pid), time.monotonic()
+                await asyncio.sleep(idle_seconds)
+                outcome.idle_cores = (_process_tree_cpu(gw.pid) - idle_cpu) / (time.monotonic() - idle_from)
 
             await _count(gw, plan_, case, loads, probes, world, per_send, background_rate, outcome)
 
