@@ -139,6 +139,30 @@ async def test_over_the_request_bound_a_request_is_refused_at_once_and_served_ag
     assert shed_count(exposition.decode(), "requests") == 3
 
 
+async def test_a_page_of_another_origin_gets_its_preflight_and_can_read_the_refusal(
+    make_server: ServerFactory,
+) -> None:
+    origin = "https://app.example.com"
+    api, app = await make_server(max_in_flight=1, cors_origins=(origin,))
+    alice = await api.sign_up("shedcors")
+    held = Held(api, alice.login)
+    await held.open()
+    await until(lambda: app[ADMISSION].in_flight == 1, "the held request admitted")
+
+    preflight = {"Origin": origin, "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "content-type"}  # fmt: skip
+    async with aiohttp.ClientSession() as http, http.options(api.url, headers=preflight) as allowed:
+        assert allowed.status == 200
+        assert allowed.headers["Access-Control-Allow-Origin"] == origin
+    status, headers, body = await raw(api, json={"query": USER, "variables": {"l": alice.login}},
+                                      headers={"Origin": origin})  # fmt: skip
+    assert_shed(status, headers, body, "application/json")
+    assert headers["Access-Control-Allow-Origin"] == origin
+    assert "Retry-After" in headers["Access-Control-Expose-Headers"]
+    status, answer = await held.finish()
+    assert (status, answer["data"]) == (200, {"user": {"login": alice.login}})
+
+
 @pytest.fixture
 async def proxied(
     make_server: ServerFactory, base_settings: Settings

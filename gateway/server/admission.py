@@ -21,9 +21,11 @@ refusal is counted in ``gateway_requests_shed{reason}`` of ``/metrics``.
 The statement bound is checked when a request arrives; the statements of a
 request already admitted always run, so a mutation is never cut between its
 writes. Not shed: the probes (``/healthz``, ``/readyz``), ``/metrics``, GraphiQL's
-static files and WebSocket upgrades; sockets have caps of their own per process,
-address and user (``gateway/http/sockets.py``), and their operations do not count
-towards the request bound (their statements count towards the statement bound).
+static files, CORS preflights (answered from memory; a refused preflight would hide
+the 503 of the request after it from the page) and WebSocket upgrades; sockets have
+caps of their own per process, address and user (``gateway/http/sockets.py``), and
+their operations do not count towards the request bound (their statements count
+towards the statement bound).
 A bound of 0 turns it off.
 """
 
@@ -90,7 +92,7 @@ class Admission:
         return self._in_flight
 
     def _exempt(self, request: web.Request) -> bool:
-        if request.path in UNSHED_PATHS:
+        if request.path in UNSHED_PATHS or request.method == hdrs.METH_OPTIONS:
             return True
         if self.static_prefix and request.path.startswith(self.static_prefix):
             return True
