@@ -5,19 +5,20 @@ viewer's conversation with one partner, its unread count and its newest 50 messa
 their senders), from one signed-in user, against one ``gateway serve`` process over a
 throwaway keyspace.
 
-1. **The sustainable rate.** The process is driven closed-loop (``--concurrency`` requests
+1. **The sustainable rate.** Each process is driven closed-loop (``--concurrency`` requests
    in flight, each sent as soon as the previous answered) for ``--probe`` seconds: that is its
-   peak throughput P. The sustainable rate R is ``--load`` of it (0.7 by default): a rate it
-   serves with room to spare, as a capacity plan would run it. Open-loop at P itself, any
-   hiccup is a queue that never drains.
+   peak throughput P. The sustainable rate R is ``--load`` of the lower P (0.7 by default): a
+   rate it serves with room to spare, as a capacity plan would run it. Open-loop at P itself,
+   any hiccup is a queue that never drains.
 2. **Open-loop loads.** R, 2R and 3R are offered on an open-loop schedule: send times are fixed
    in advance, whatever the gateway does, each request on a keep-alive connection of its own
    while it is in flight (a new one when none is idle); then R again at once, right after the
    3R schedule ends, without waiting for what 3R left in flight (the recovery). A request
    not answered within ``--timeout`` seconds is given up (the client closes its connection).
-3. **Shed, and the baseline.** The same loads against a fresh process with
-   ``GATEWAY_MAX_IN_FLIGHT=--bound`` (shedding on), and against one with both bounds off
-   (``0``: every request is taken and queued).
+3. **Shed, and the baseline.** The same loads against two processes, up side by side: one
+   with ``GATEWAY_MAX_IN_FLIGHT=--bound`` (shedding on), one with both bounds off (``0``: every
+   request is taken and queued). They take turns load by load (R on one, then on the other,
+   then 2R ...), so that both meet the same stretches of a machine shared with other work.
 
 Per load it prints offered, served, refused (503) and otherwise failed or given up per
 second; p50 and p99 of the served requests, timed from their scheduled send time (so a
@@ -172,33 +173,35 @@ class Load:
             await asyncio.gather(*list(self.pending), return_exceptions=True)
 
 
-async def run_mode(
-    world_members: list[Member], gw: Gateway, args: argparse.Namespace, rate: float | None
-) -> tuple[float, float, list[Phase]]:
-    """The loads against one process; (peak, rate, phases). ``rate`` None: found here first."""
-    load = Load(gw, world_members[0], world_members[1].login, args.timeout)
-    try:
+async def run_modes(
+    loads: list[Load], args: argparse.Namespace, rate: float | None
+) -> tuple[list[float], float, list[list[Phase]]]:
+    """The loads against each process in turn, load by load, so that the processes meet the
+    same stretches of a shared machine; (each one's peak, the rate, each one's phases).
+    ``rate`` None: ``--load`` of the lowest peak."""
+    peaks = []
+    for load in loads:
         # Warm: prepared statements, parsed documents, a pool of open connections.
-        await load.closed_loop(args.concurrency, 2.0)
-        peak = await load.closed_loop(args.concurrency, args.probe)
-        if rate is None:
-            rate = peak * args.load
-        phases: list[Phase] = []
-        for multiple in (1, 2, 3):
+        await load.closed_loop(args.in_flight, 2.0)
+        peaks.append(await load.closed_loop(args.in_flight, args.probe))
+    if rate is None:
+        rate = min(peaks) * args.load
+    phases: list[list[Phase]] = [[] for _ in loads]
+    for multiple in (1, 2, 3):
+        for load, done in zip(loads, phases, strict=True):
             phase = Phase(f"{multiple}x", rate * multiple, args.duration)
             await load.open_loop(phase)
-            if multiple < 3:
+            if multiple == 3:  # the recovery: 1x at once, what 3x left in flight still coming in
+                after = Phase("1x right after 3x", rate, args.duration)
+                await load.open_loop(after)
                 await load.settle()
-                await asyncio.sleep(1.0)
-            phases.append(phase)
-        after = Phase("1x right after 3x", rate, args.duration)
-        await load.open_loop(after)
-        await load.settle()
-        after.rss_after_mib = gw.rss_kib / 1024
-        phases.append(after)
-        return peak, rate, phases
-    finally:
-        load.client.close()
+                after.rss_after_mib = load.gw.rss_kib / 1024
+                done.extend([phase, after])
+            else:
+                await load.settle()
+                done.append(phase)
+            await asyncio.sleep(1.0)
+    return peaks, rate, phases
 
 
 def _row(cells: Sequence[object]) -> str:
@@ -246,7 +249,10 @@ def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add = parser.add_argument
     add("--quick", action="store_true", help="short phases (3 s) for a smoke test")
     add("--bound", type=int, default=8, help="GATEWAY_MAX_IN_FLIGHT of the shedding process")
-    add("--concurrency", type=int, default=8, help="requests in flight while finding the peak")
+    add(
+        "--concurrency", type=int, default=8,
+        help="requests in flight while finding the peak (at most --bound)",
+    )  # fmt: skip
     add("--probe", type=float, default=8.0, help="seconds of the closed-loop peak measurement")
     add("--load", type=float, default=0.7, help="the sustainable rate as a share of the peak")
     add("--rate", type=float, default=0.0, help="the sustainable rate (requests/s) instead of measuring it")
@@ -256,6 +262,8 @@ def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.probe, args.duration = 3.0, 3.0
+    #: Requests in flight while finding the peak: never more than the shedding process admits.
+    args.in_flight = min(args.concurrency, args.bound) if args.bound else args.concurrency
     return args
 
 
@@ -268,34 +276,29 @@ async def main(argv: Sequence[str] | None = None) -> None:
         f"overload: {os.cpu_count()} cores, load average {load_average()}, open files {soft}/{hard}",
         flush=True,
     )
-    modes: list[tuple[str, list[Phase]]] = []
-    peak = 0.0
     rate: float | None = args.rate or None
     shed = {"GATEWAY_MAX_IN_FLIGHT": str(args.bound)}
     queue = {"GATEWAY_MAX_IN_FLIGHT": "0", "GATEWAY_MAX_QUEUED_STATEMENTS": "0"}
     runs = [("shed", shed)] if args.no_baseline else [("shed", shed), ("queued (bounds off)", queue)]
-    async with world_of(settings, [], 1) as world:
+    async with world_of(settings, [], 1) as world, contextlib.AsyncExitStack() as stack:
         owner, partner = world.members[0], world.members[1]
-        for mode, env in runs:
-            async with gateway(world, 1, env) as gw:
-                if not modes:
-                    for n in range(HISTORY):
-                        await gw.client.post(SEND, {"to": owner.login, "c": f"history {n}"}, partner.token)
-                found, rate, phases = await run_mode(world.members, gw, args, rate)
-                peak = peak or found
-                print(f"{mode}: closed-loop peak {found:.0f}/s; loads of {rate:.0f}/s", flush=True)
-                for p in phases:
-                    print(
-                        f"  {p.label}: served {len(p.served_ms)}, refused {len(p.refused_ms)}, "
-                        f"p99 {pct(p.served_ms, 0.99):.1f} ms",
-                        flush=True,
-                    )
-                modes.append((mode, phases))
-            if gw.errors:
-                print(f"{mode}: the gateway logged {gw.errors[:5]}")
+        gateways = [await stack.enter_async_context(gateway(world, 1, env)) for _, env in runs]
+        for n in range(HISTORY):
+            await gateways[0].client.post(SEND, {"to": owner.login, "c": f"history {n}"}, partner.token)
+        loads = [Load(gw, owner, partner.login, args.timeout) for gw in gateways]
+        try:
+            peaks, rate, phases = await run_modes(loads, args, rate)
+        finally:
+            for load in loads:
+                load.client.close()
+    modes = [(mode, done) for (mode, _), done in zip(runs, phases, strict=True)]
+    for (mode, _), gw in zip(runs, gateways, strict=True):
+        if gw.errors:
+            print(f"{mode}: the gateway logged {gw.errors[:5]}")
+    peak = " and ".join(f"{p:.0f}/s" for p in peaks)
     print(
-        f"\n## overload ({os.cpu_count()} cores; conversation query; closed-loop peak {peak:.0f}/s at "
-        f"{args.concurrency} in flight; sustainable rate {rate:.0f}/s ({args.load:g} of it); "
+        f"\n## overload ({os.cpu_count()} cores; conversation query; closed-loop peak {peak} at "
+        f"{args.in_flight} in flight; sustainable rate {rate:.0f}/s ({args.load:g} of the lower); "
         f"GATEWAY_MAX_IN_FLIGHT={args.bound}; {args.duration:g} s per load; load average "
         f"{load_average()}; {time.monotonic() - started:.0f} s in all)\n"
     )

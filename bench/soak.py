@@ -78,7 +78,7 @@ class Window:
     started: float
     ended: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
-    by_kind: Counter[str] = field(default_factory=Counter)
+    by_kind: dict[str, list[float]] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
     opened: int = 0
     closed: int = 0
@@ -143,8 +143,9 @@ class Soak:
         self._tally(window, kind, started, status, body)
 
     def _tally(self, window: Window, kind: str, started: float, status: int, body: dict[str, Any]) -> None:
-        window.latencies_ms.append((time.monotonic() - started) * 1000)
-        window.by_kind[kind] += 1
+        ms = (time.monotonic() - started) * 1000
+        window.latencies_ms.append(ms)
+        window.by_kind.setdefault(kind, []).append(ms)
         errors = body.get("errors") or []
         if errors:
             for error in errors:
@@ -303,13 +304,18 @@ def summary(windows: list[Window]) -> list[str]:
     ]
     p99_first, p99_last = pct(first.latencies_ms, 0.99), pct(last.latencies_ms, 0.99)
     errors: Counter[str] = Counter()
+    by_kind: dict[str, list[float]] = {}
     for w in windows:
         errors.update(w.errors)
+        for kind, values in w.by_kind.items():
+            by_kind.setdefault(kind, []).extend(values)
+    kinds_p99 = ", ".join(f"{kind} {pct(values, 0.99):.0f}" for kind, values in sorted(by_kind.items()))
     return [
         "- RSS growth of each worker from the end of the first window to the end of the last: "
         + ", ".join(growth),
         f"- p99 drift from the first window to the last: {(p99_last - p99_first) / p99_first:+.1%}",
         f"- errors in all: {dict(errors) or 'none'}",
+        f"- p99 ms by kind over the whole run: {kinds_p99}",
         f"- the schedule fell behind by up to {max(w.late_ms for w in windows):.0f} ms",
     ]
 
