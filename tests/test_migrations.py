@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from gateway.db.migrations import drop_keyspace, load_migrations, migrate, split_statements
-from gateway.db.session import Database, qualified
+from gateway.db.session import CassandraUnavailable, Database, qualified
 from gateway.settings import Settings
 
 
@@ -91,3 +91,60 @@ async def test_statements_name_their_keyspace_and_draw_no_warning(
 )
 def test_qualified_names_the_first_table_in_the_keyspace(cql: str, expected: str | None) -> None:
     assert qualified(cql, "ks") == expected
+
+
+async def test_a_datacenter_the_cluster_lacks_is_named_before_anything_is_created(
+    base_settings: Settings,
+) -> None:
+    """CASSANDRA_REPLICATION naming a datacenter the cluster lacks: migrating says so, listing
+    the cluster's, and creates no keyspace; CASSANDRA_LOCAL_DC naming one: connecting does."""
+    keyspace = f"dcs_{uuid.uuid4().hex[:10]}"
+    db = Database(replace(base_settings, keyspace=keyspace, replication="datacenter1:1,elsewhere:2"))
+    await asyncio.to_thread(db.connect)
+    try:
+        assert db.datacenters() == {"datacenter1"}
+        with pytest.raises(ValueError) as raised:
+            await asyncio.to_thread(migrate, db, keyspace)
+        assert str(raised.value) == (
+            "CASSANDRA_REPLICATION (datacenter1:1,elsewhere:2) names elsewhere, which the cluster does "
+            "not have: its datacenters are datacenter1"
+        )
+        rows = await asyncio.to_thread(
+            db.session.execute,
+            "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s",
+            (keyspace,),
+        )
+        assert list(rows) == []
+    finally:
+        await asyncio.to_thread(db.shutdown)
+    elsewhere = Database(replace(base_settings, local_dc="elsewhere"))
+    with pytest.raises(CassandraUnavailable) as unavailable:
+        await asyncio.to_thread(elsewhere.connect)
+    assert "CASSANDRA_LOCAL_DC is 'elsewhere', but the cluster at" in str(unavailable.value)
+    assert str(unavailable.value).endswith("has the datacenters datacenter1")
+    assert not elsewhere.connected
+
+
+async def test_network_topology_replication_in_the_local_datacenter(base_settings: Settings) -> None:
+    keyspace = f"nts_{uuid.uuid4().hex[:10]}"
+    settings = replace(base_settings, keyspace=keyspace, replication="datacenter1:1", local_dc="datacenter1")
+    db = Database(settings.validate())
+    await asyncio.to_thread(db.connect)
+    try:
+        await asyncio.to_thread(migrate, db, keyspace)
+        row = (
+            await asyncio.to_thread(
+                db.session.execute,
+                "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
+                (keyspace,),
+            )
+        ).one()
+        assert row["replication"] == {
+            "class": "org.apache.cassandra.locator.NetworkTopologyStrategy",
+            "datacenter1": "1",
+        }
+        await db.execute("INSERT INTO schema_migrations (version, checksum) VALUES (?, ?)", ("999_x", "x"))
+        assert (await db.execute("SELECT checksum FROM schema_migrations WHERE version = ?", ("999_x",))).rows
+    finally:
+        await asyncio.to_thread(drop_keyspace, db, keyspace)
+        await asyncio.to_thread(db.shutdown)
