@@ -290,6 +290,11 @@ class Database:
     # -- connecting ---------------------------------------------------------
 
     @property
+    def statements_in_flight(self) -> int:
+        """Statements sent (or being sent) and not yet answered, of every request and socket."""
+        return len(self._in_flight)
+
+    @property
     def connected(self) -> bool:
         return self._session is not None
 

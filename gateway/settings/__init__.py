@@ -241,6 +241,33 @@ class Settings:
         bounds=NOT_NEGATIVE,
     )
 
+    max_in_flight: int = setting(
+        "GATEWAY_MAX_IN_FLIGHT",
+        256,
+        "most HTTP requests one process handles at once; one more is refused at once with 503, "
+        "`Retry-After` and `UNAVAILABLE` instead of waiting (the probes, `/metrics` and WebSocket "
+        "upgrades are never refused); `0`: no bound",
+        group=PROCESSES,
+        bounds=NOT_NEGATIVE,
+    )
+    max_queued_statements: int = setting(
+        "GATEWAY_MAX_QUEUED_STATEMENTS",
+        2048,
+        "CQL statements in flight on one process (of requests, sockets and deliveries) from which a "
+        "new HTTP request is refused the same way; the statements of requests already admitted always "
+        "run; `0`: no bound",
+        group=PROCESSES,
+        bounds=NOT_NEGATIVE,
+    )
+    shed_retry_after_seconds: int = setting(
+        "GATEWAY_SHED_RETRY_AFTER_SECONDS",
+        1,
+        "the `Retry-After` (and `extensions.retryAfter`) of a request refused because the process is "
+        "at one of its bounds",
+        group=PROCESSES,
+        bounds=Bounds("1 to 3600", minimum=1, maximum=3600),
+    )
+
     contact_points: tuple[str, ...] = setting(
         "CASSANDRA_CONTACT_POINTS",
         (),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from gateway.http.live import SocketSink
 from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES
 from tests.conftest import ServerFactory
@@ -202,6 +204,68 @@ async def test_a_subscriber_that_stops_reading_is_cut_off_and_the_others_keep_re
             assert struct.unpack("!H", payload[:2])[0] == 1013
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # dropped after the grace period: what it held is freed all the same
+    finally:
+        reading.cancel()
+        slow.writer.close()
+        await fast._exit.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+
+def _sink_of(peer: _SlowReader) -> SocketSink:
+    """The gateway's sink writing to ``peer``'s socket (found by the peer's port)."""
+    port = peer.writer.get_extra_info("sockname")[1]
+    for sink in (o for o in gc.get_objects() if isinstance(o, SocketSink)):
+        if sink._transport.get_extra_info("peername")[1] == port:
+            return sink
+    raise AssertionError("no sink writes to the slow socket")
+
+
+async def test_what_the_process_holds_for_a_subscriber_that_never_reads_stays_within_its_bound(
+    make_server: ServerFactory,
+) -> None:
+    """The backlog of a socket that never reads lives in its kernel buffers and in the
+    gateway's write buffer for it; the gateway's part never passes the bound by more than
+    the one frame that crossed it, and once the socket is cut off, the messages that follow
+    (many times the bound) add nothing for it while the reader gets every one."""
+    limit = 64 * 1024
+    small, small_app = await make_server(ws_send_buffer_bytes=limit)
+    alice, bob, carol = [await small.sign_up(p) for p in ("nevera", "neverb", "neverc")]
+    name = await create_room(small, alice)
+    for member in (bob, carol):
+        await small.ok(JOIN, {"n": name}, token=member.token)
+    hub = small_app[SERVICES].live
+    assert hub is not None
+    slow = await _SlowReader.open(small, bob.token, ROOM, {"r": name})
+    fast = await _subscribed(small, carol, ROOM, name)
+    received: list[str] = []
+
+    async def keep_reading() -> None:
+        while True:
+            received.append((await _next(fast))["data"]["roomMessages"]["id"])
+
+    reading = asyncio.create_task(keep_reading())
+    try:
+        await _until(lambda: hub.followers(room_channel(name)) == 2)
+        sink = _sink_of(slow)
+        big = "x" * 3990
+        frame = len(big) + 1024  # the message's frame: its content and the rest of the event
+        posted: list[str] = []
+        held: list[int] = []
+        while hub.followers(room_channel(name)) == 2:
+            assert len(posted) < 5000, "the slow subscriber was never cut off"
+            batch = await asyncio.gather(*(post(small, alice, name, big) for _ in range(16)))
+            posted.extend(message["id"] for message in batch)
+            await _until(lambda: len(received) >= len(posted))  # every delivery of the batch made
+            held.append(sink._transport.get_write_buffer_size())
+        assert max(held) <= limit + frame, held
+        cut_at = len(posted)
+        # Ten times the bound more: the reader gets each, the cut-off socket is given none.
+        while len(posted) < cut_at + 10 * limit // len(big):
+            batch = await asyncio.gather(*(post(small, alice, name, big) for _ in range(16)))
+            posted.extend(message["id"] for message in batch)
+            await _until(lambda: len(received) >= len(posted))
+            assert sink._transport.get_write_buffer_size() <= max(held)
+        assert sorted(received) == sorted(posted)
+        assert hub.followers(room_channel(name)) == 1
     finally:
         reading.cancel()
         slow.writer.close()

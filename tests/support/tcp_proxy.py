@@ -20,6 +20,8 @@ class TcpProxy:
         self._writers: set[asyncio.StreamWriter] = set()
         self._marker: bytes | None = None
         self._marker_sent = asyncio.Event()
+        #: Answers held back since the marker went, in order, with the writer each is for.
+        self._held: list[tuple[asyncio.StreamWriter, bytes]] = []
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
@@ -34,10 +36,20 @@ class TcpProxy:
         self._marker_sent = asyncio.Event()
         return self._marker_sent
 
+    def release(self) -> None:
+        """Pass on the answers held since the marker went, in order, and every answer after."""
+        self._marker = None
+        self._marker_sent = asyncio.Event()
+        held, self._held = self._held, []
+        for writer, data in held:
+            if not writer.is_closing():
+                writer.write(data)
+
     async def cut(self) -> None:
         """Stop listening and drop every open connection."""
         self._marker = None
         self._marker_sent = asyncio.Event()
+        self._held = []
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -71,7 +83,8 @@ class TcpProxy:
                 if self.latency:
                     await asyncio.sleep(self.latency)
                 if not upstream and self._marker_sent.is_set():
-                    continue  # answers are held back: the gateway never hears of them
+                    self._held.append((writer, data))  # held back until a release, lost to a cut
+                    continue
                 if not upstream and self.answer_pieces:
                     for start in range(0, len(data), self.answer_pieces):
                         writer.write(data[start : start + self.answer_pieces])
