@@ -24,10 +24,10 @@ from aiohttp import web
 from gateway.server.app import ADMISSION, SERVICES
 from gateway.server.metrics import METRICS
 from gateway.settings import Settings
-from tests.client import Api
 from tests.conftest import ServerFactory
-from tests.redis_helpers import WAIT
-from tests.tcp_proxy import TcpProxy
+from tests.support.client import Api
+from tests.support.redis_helpers import WAIT
+from tests.support.tcp_proxy import TcpProxy
 
 GRJ = "application/graphql-response+json"
 USER = "query($l: String!) { user(login: $l) { login } }"
