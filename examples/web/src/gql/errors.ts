@@ -24,5 +24,5 @@ export type ErrorCode =
   | 'RATE_LIMITED'
   /** No token, or an invalid or expired one, where one is needed: sign in again. Also a wrong login or password on signIn (one message for both). */
   | 'UNAUTHENTICATED'
-  /** Cassandra, or the broker live updates travel through, cannot answer right now. `extensions.retrySafe` says whether sending the same request again is harmless: always for queries, and for mutations sent with their idempotency key. A subscription it ends can be started again later; nothing stored is lost meanwhile. */
+  /** Cassandra, or the broker live updates travel through, cannot answer right now, or the process is at its bound of work in flight (HTTP 503 with `Retry-After`, nothing ran). `extensions.retrySafe` says whether sending the same request again is harmless: always for queries, and for mutations sent with their idempotency key. A subscription it ends can be started again later; nothing stored is lost meanwhile. */
   | 'UNAVAILABLE';
