@@ -81,6 +81,8 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 
+import orjson
+
 from bench.live_case import TWO_LOAD_PROCESSES_FROM, Outcome, load_average, run_case
 from bench.live_world import Case, World, own_redis, world_of
 from gateway.settings import Settings
@@ -147,6 +149,29 @@ def report(outcomes: list[Outcome], skipped: list[str], grace: float) -> None:
             print(f"- {o.case.label}: {note}")
     for line in skipped:
         print(f"- skipped: {line}")
+    summary = os.environ.get("BENCH_SUMMARY")
+    if summary:
+        with open(summary, "a") as out:
+            for o in outcomes:
+                out.write(orjson.dumps(summary_row(o)).decode() + "\n")
+
+
+def summary_row(o: Outcome) -> dict[str, object]:
+    """One case as a row of the ``BENCH_SUMMARY`` file (``scripts/bench --json`` keeps them):
+    CPU per 1000 deliveries, cores over the measured window, and the per-socket memory."""
+    c = o.cpu
+    cql = o.cql_per_delivery
+    return {
+        "report": "live delivery", "name": f"live: {o.case.label}", "scenario": o.case.scenario,
+        "size": o.case.size, "rate": o.case.rate, "workers": o.case.workers, "sent": o.sent,
+        "expected": o.expected, "received": o.received, "seconds": o.seconds, "window": o.window,
+        "deliveries_per_second": o.deliveries_per_second,
+        "gateway_cpu_per_1000": o.per_1000(c.gateway), "node_cpu_per_1000": o.per_1000(c.node),
+        "redis_cpu": c.redis, "gateway_cores": o.cores(c.gateway), "node_cores": o.cores(c.node),
+        "cql_per_delivery": float(cql) if cql.replace(".", "", 1).isdigit() else None,
+        "node_requests_per_delivery": o.node_requests, "rss_per_socket_kib": o.rss_per_socket_kib,
+        "load_average": o.load_average,
+    }  # fmt: skip
 
 
 def _numbers(text: str) -> list[float]:

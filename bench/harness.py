@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import statistics
 import sys
@@ -23,10 +24,12 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
+from cassandra.cluster import Cluster
 
 from bench.client import GraphQLClient
 from bench.profile import profiling
@@ -47,6 +50,12 @@ class Stats:
     lwt_retries: float = 0.0
     gateway_cpu: float = 0.0
     local_cpu: float = 0.0
+    #: CPU-seconds of the Cassandra node over the run (0 when the node is not this machine's).
+    node_cpu: float = 0.0
+    #: CQL requests the node served over the run, from every client.
+    node_requests: int = 0
+    #: Lightweight transactions per request (counted on a driver row only: :func:`counted`).
+    lwts: float = 0.0
     #: Requests/s of each round, for a row added up from the rounds of :func:`side_by_side`.
     rounds_rps: list[float] = field(default_factory=list)
 
@@ -68,6 +77,9 @@ class Stats:
             lwt_retries=mean(lambda p: p.lwt_retries),
             gateway_cpu=sum(p.gateway_cpu for p in parts),
             local_cpu=sum(p.local_cpu for p in parts),
+            node_cpu=sum(p.node_cpu for p in parts),
+            node_requests=sum(p.node_requests for p in parts),
+            lwts=mean(lambda p: p.lwts),
             rounds_rps=[p.rps for p in parts],
         )
 
@@ -86,6 +98,12 @@ class Stats:
         if self.name.startswith("driver") or not self.requests:
             return 0.0
         return self.local_cpu * 1000 / self.requests
+
+    @property
+    def node_cpu_per_1000(self) -> float:
+        """CPU-seconds of the Cassandra node per 1000 requests (whatever else it served meanwhile
+        is in it too: the node is shared)."""
+        return self.node_cpu * 1000 / self.requests if self.requests else 0.0
 
     @property
     def rps(self) -> float:
@@ -135,6 +153,10 @@ class Target:
 _servers: list[int] = []
 """Process ids of the gateways under test: their CPU time is read around each measurement."""
 
+_node: list[int] = []
+"""Process id of the local Cassandra node, when it runs on this machine: its CPU time is read
+around each measurement too."""
+
 
 def _process_tree_cpu(root: int) -> float:
     """User + system CPU seconds of ``root`` and its live descendants (from /proc)."""
@@ -163,6 +185,30 @@ def _process_tree_cpu(root: int) -> float:
 
 def servers_cpu() -> float:
     return sum(_process_tree_cpu(pid) for pid in _servers)
+
+
+def node_cpu() -> float:
+    return sum(_process_tree_cpu(pid) for pid in _node)
+
+
+_node_session: list[Any] = []
+"""A session of its own on the node (the driver's I/O thread, never the benchmark's loop), to
+count the CQL requests the node served around each measurement."""
+
+
+def node_requests() -> int:
+    """CQL requests the node has served so far, from every client (``Native-Transport-Requests``
+    of ``system_views.thread_pools``): the node is shared, so its CPU over a case is divided by
+    everything it served meanwhile, not by the case's statements alone. 0 when unreadable."""
+    if not _node_session or not _node:
+        return 0
+    try:
+        rows = _node_session[0].execute(
+            "SELECT completed_tasks FROM system_views.thread_pools WHERE name = 'Native-Transport-Requests'"
+        )
+        return sum(int(row.completed_tasks) for row in rows)
+    except Exception:  # a cluster that hides its virtual tables
+        return 0
 
 
 @contextmanager
@@ -208,10 +254,15 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
 
         node = CassandraNode(ToolingSettings.from_env(), settings.cassandra_port)
         await asyncio.to_thread(node.start)
+        node_pid = node.status().pid
+        _node[:] = [node_pid] if node_pid else []
+        counter = Cluster([node.host], port=settings.cassandra_port, protocol_version=5)
+        _node_session[:] = [await asyncio.to_thread(counter.connect)]
     server = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.serve", json.dumps(overrides, default=str)
     )
     db = Database(replace(settings, cassandra_io=baseline_io(settings)))
+    count_lwts(db)
     connector = aiohttp.TCPConnector(limit=256)
     try:
         with serving(server.pid):
@@ -231,6 +282,8 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
         if db.connected:
             await asyncio.to_thread(drop_keyspace, db, settings.keyspace)
             await asyncio.to_thread(db.shutdown)
+        if _node_session:
+            await asyncio.to_thread(_node_session.pop().cluster.shutdown)
 
 
 def baseline_io(settings: Settings) -> str:
@@ -325,6 +378,7 @@ async def _timed_run(name: str, call: Call, requests: int, concurrency: int, *, 
     latencies: list[float] = []
     statements: list[int] = []
     retries: list[int] = []
+    lwts: list[int] = []
 
     async def timed(index: int) -> None:
         started = time.perf_counter()
@@ -333,12 +387,15 @@ async def _timed_run(name: str, call: Call, requests: int, concurrency: int, *, 
         if isinstance(outcome, RequestMetrics):
             statements.append(outcome.statements)
             retries.append(outcome.lwt_retries)
+            lwts.append(getattr(outcome, "lwts", 0))
         elif isinstance(outcome, dict) and "extensions" in outcome:
             cql = outcome["extensions"]["cql"]
             statements.append(cql["statements"])
             retries.append(cql["lwtRetries"])
 
     gateway_cpu = servers_cpu()
+    served = node_requests()
+    cassandra_cpu = node_cpu()
     local_cpu = time.process_time()
     started = time.perf_counter()
     with profiling(_servers[0] if _servers and name.startswith("gateway") else None, name):
@@ -346,6 +403,8 @@ async def _timed_run(name: str, call: Call, requests: int, concurrency: int, *, 
     elapsed = time.perf_counter() - started
     local_cpu = time.process_time() - local_cpu
     gateway_cpu = servers_cpu() - gateway_cpu
+    cassandra_cpu = node_cpu() - cassandra_cpu
+    served = node_requests() - served if served else 0
     return Stats(
         name=name,
         requests=requests,
@@ -355,14 +414,61 @@ async def _timed_run(name: str, call: Call, requests: int, concurrency: int, *, 
         lwt_retries=statistics.fmean(retries) if retries else 0.0,
         gateway_cpu=gateway_cpu,
         local_cpu=local_cpu,
+        node_cpu=cassandra_cpu,
+        node_requests=served,
+        lwts=statistics.fmean(lwts) if lwts else 0.0,
     )
 
 
+@dataclass
+class CountedMetrics(RequestMetrics):
+    """A raw-driver request's statements, with its lightweight transactions counted too."""
+
+    lwts: int = 0
+
+
+_CONDITION = re.compile(r"\bIF\s+(NOT\s+EXISTS|EXISTS|\w+\s*(=|<|>|!=|IN\b))", re.IGNORECASE)
+"""A conditional statement's ``IF`` clause: a lightweight transaction (Paxos), not a plain write."""
+
+
+def is_lwt(cql: str) -> bool:
+    return not cql.lstrip().upper().startswith("SELECT") and _CONDITION.search(cql) is not None
+
+
+_lwts: ContextVar[CountedMetrics | None] = ContextVar("bench_lwts", default=None)
+
+
+def count_lwts(db: Database) -> None:
+    """Make the baseline's ``db`` count the lightweight transactions it sends into the
+    :class:`CountedMetrics` of :func:`counted` (its ``execute`` and ``batch``, wrapped on this
+    instance only; the gateway under test is another process and is not touched)."""
+    execute, batch = db.execute, db.batch
+
+    async def counting_execute(cql: str, *args: Any, **kwargs: Any) -> Any:
+        metrics = _lwts.get()
+        if metrics is not None and is_lwt(cql):
+            metrics.lwts += 1
+        return await execute(cql, *args, **kwargs)
+
+    async def counting_batch(statements: Any, *args: Any, **kwargs: Any) -> Any:
+        metrics = _lwts.get()
+        if metrics is not None and any(is_lwt(cql) for cql, _ in statements):
+            metrics.lwts += 1  # a conditional batch is one Paxos round, whatever it holds
+        return await batch(statements, *args, **kwargs)
+
+    db.execute = counting_execute  # type: ignore[method-assign]
+    db.batch = counting_batch  # type: ignore[method-assign]
+
+
 async def counted(work: Awaitable[Any]) -> RequestMetrics:
-    """Run raw-driver work and return the statements it issued."""
-    metrics = RequestMetrics()
-    with measuring(metrics):
-        await work
+    """Run raw-driver work and return the statements (and lightweight transactions) it issued."""
+    metrics = CountedMetrics()
+    token = _lwts.set(metrics)
+    try:
+        with measuring(metrics):
+            await work
+    finally:
+        _lwts.reset(token)
     return metrics
 
 
@@ -389,4 +495,7 @@ def report(title: str, rows: list[Stats]) -> None:
                     "report": title, "name": row.name, "rps": row.rps, "p99": row.pct(0.99),
                     "statements": row.statements, "cpu_per_1000": row.cpu_per_1000,
                     "client_cpu_per_1000": row.client_cpu_per_1000, "rounds_rps": row.rounds_rps,
+                    "requests": row.requests, "lwts": row.lwts, "lwt_retries": row.lwt_retries,
+                    "node_cpu_per_1000": row.node_cpu_per_1000, "node_cpu": row.node_cpu,
+                    "node_requests": row.node_requests,
                 }) + "\n")  # fmt: skip

@@ -132,6 +132,8 @@ class Outcome:
     rss_idle_kib: int = 0
     rss_after_kib: int = 0
     load_processes: int = 1
+    #: Cores the gateway processes kept busy over an idle window with every socket open, if measured.
+    idle_cores: float | None = None
     #: The machine's 1-minute load average when the case started (other work shares it).
     load_average: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -295,9 +297,12 @@ def _limits_env() -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def gateway(world: World, workers: int) -> AsyncIterator[Gateway]:
+async def gateway(
+    world: World, workers: int, settings_env: dict[str, str] | None = None
+) -> AsyncIterator[Gateway]:
     """``gateway serve --workers N`` as an operator runs it, on a free port; 2 or more with
-    the run's broker. Its log goes to a file; the kinds of error in it end up in ``errors``."""
+    the run's broker; ``settings_env`` sets more of its variables. Its log goes to a file; the
+    kinds of error in it end up in ``errors``."""
     port = _free_port()
     broker = world.broker_url if workers > 1 else ""
     env = {
@@ -307,6 +312,7 @@ async def gateway(world: World, workers: int) -> AsyncIterator[Gateway]:
         # The contacts fan-out worker's look for orphaned jobs reads a table every few seconds,
         # nothing a delivery does; once in ten minutes it stays out of the node's counts.
         "GATEWAY_CONTACTS_FANOUT_POLL_SECONDS": "600",
+        **(settings_env or {}),
     }
     log = tempfile.TemporaryFile()
     process = await asyncio.create_subprocess_exec(
@@ -494,15 +500,24 @@ def _next_seq(count: int) -> int:
 
 
 async def run_case(
-    world: World, case: Case, *, duration: float, grace: float, load_processes: int | None = None
+    world: World,
+    case: Case,
+    *,
+    duration: float,
+    grace: float,
+    load_processes: int | None = None,
+    settings_env: dict[str, str] | None = None,
+    idle_seconds: float = 0.0,
 ) -> Outcome:
-    """One case, on gateway processes of its own (the module's docstring lists the steps)."""
+    """One case, on gateway processes of its own (the module's docstring lists the steps);
+    ``settings_env`` sets more of the gateway's variables; with ``idle_seconds`` the gateway's
+    CPU is read over that long with every socket open and nothing sent."""
     outcome = Outcome(case, load_average=float(load_average().split()[0]))
     plan_ = plan(world, case)
     count = max(1, round(case.rate * duration))
     first_seq = _next_seq(count)
     probes = _Probes()
-    async with gateway(world, case.workers) as gw:
+    async with gateway(world, case.workers, settings_env) as gw:
         await asyncio.gather(*(gw.client.post("{ __typename }") for _ in range(SENDER_CONNECTIONS)))
         await _to_every_socket(gw, plan_, case, "warm-up")
         node_before = await _node_counts(world)
@@ -541,6 +556,10 @@ async def run_case(
             background = _difference(await _node_counts(world), idle_before)
             background_rate = {k: v / (time.monotonic() - idle_started) for k, v in background.items()}
             outcome.rss_idle_kib = gw.rss_kib
+            if idle_seconds:
+                idle_cpu, idle_from = _process_tree_cpu(gw.pid), time.monotonic()
+                await asyncio.sleep(idle_seconds)
+                outcome.idle_cores = (_process_tree_cpu(gw.pid) - idle_cpu) / (time.monotonic() - idle_from)
 
             await _count(gw, plan_, case, loads, probes, world, per_send, background_rate, outcome)
 

@@ -69,7 +69,12 @@ class World:
 
 
 async def prepare(
-    settings: Settings, db: Database, room_sizes: Sequence[int], pairs: int, broker_url: str = ""
+    settings: Settings,
+    db: Database,
+    room_sizes: Sequence[int],
+    pairs: int,
+    broker_url: str = "",
+    join_concurrency: int = JOIN_CONCURRENCY,
 ) -> World:
     """Users (written on the driver: signing up a thousand through argon2 would measure
     argon2), a session each, and one room per size."""
@@ -97,14 +102,14 @@ async def prepare(
     for size in sorted(set(room_sizes)):
         name = f"live-{tag}-{size}"
         await service.create(members[0].login, name, None)
-        await _join_all(service, name, members[1:size])
+        await _join_all(service, name, members[1:size], join_concurrency)
         world.rooms[size] = name
     return world
 
 
-async def _join_all(service: RoomService, room: str, members: Sequence[Member]) -> None:
+async def _join_all(service: RoomService, room: str, members: Sequence[Member], concurrency: int) -> None:
     """A few joins at a time: every join is an LWT on the room's one partition."""
-    limit = asyncio.Semaphore(JOIN_CONCURRENCY)
+    limit = asyncio.Semaphore(concurrency)
 
     async def join(member: Member) -> None:
         async with limit:
@@ -115,7 +120,11 @@ async def _join_all(service: RoomService, room: str, members: Sequence[Member]) 
 
 @contextlib.asynccontextmanager
 async def world_of(
-    settings: Settings, room_sizes: Sequence[int], pairs: int, broker_url: str = ""
+    settings: Settings,
+    room_sizes: Sequence[int],
+    pairs: int,
+    broker_url: str = "",
+    join_concurrency: int = JOIN_CONCURRENCY,
 ) -> AsyncIterator[World]:
     """A fresh keyspace (``settings.keyspace``, dropped after) holding :func:`prepare`'s world;
     the embedded node started (or reused) first."""
@@ -127,7 +136,7 @@ async def world_of(
     try:
         await asyncio.to_thread(db.connect)
         await asyncio.to_thread(migrate, db, settings.keyspace)
-        world = await prepare(settings, db, room_sizes, pairs, broker_url)
+        world = await prepare(settings, db, room_sizes, pairs, broker_url, join_concurrency)
         world.node_pid = node.status().pid if node is not None else None
         yield world
     finally:

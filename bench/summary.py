@@ -3,7 +3,9 @@ the ``BENCH_SUMMARY`` file: ``python -m bench.summary FILE`` (``scripts/bench --
 
 A gateway row is paired with the next driver row of the same report (the benches list each
 gateway case before the driver doing the same CQL); rows with no driver row after them are
-listed with the driver columns empty. Cases measured side by side in rounds
+listed with the driver columns empty. ``python -m bench.summary FILE JSON COMMAND`` also writes
+the rows, with the command and the date, to the JSON file (``scripts/bench --json JSON``).
+Cases measured side by side in rounds
 (``bench.harness.side_by_side``) also show the lowest and highest ratio of one round's
 gateway requests/s to the same round's driver requests/s: how far the machine moved the ratio
 within the run.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -34,9 +37,27 @@ def pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, An
     return paired
 
 
+def write_json(rows: list[dict[str, Any]], path: str, command: str) -> None:
+    """The rows as one JSON document, with the command that measured them, when, and on what
+    (``scripts/bench --json FILE``; ``scripts/capacity`` reads it)."""
+    document = {
+        "command": command,
+        "measured_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "cores": os.cpu_count(),
+        "load_average_after": round(os.getloadavg()[0], 2),
+        "rows": rows,
+    }
+    with open(path, "w") as out:
+        json.dump(document, out, indent=1)
+        out.write("\n")
+
+
 def main() -> None:
     with open(sys.argv[1]) as source:
         rows = [json.loads(line) for line in source if line.strip()]
+    if len(sys.argv) > 3:
+        write_json(rows, sys.argv[2], sys.argv[3])
+    rows = [row for row in rows if row.get("report") != "live delivery"]
     io = os.environ.get("CASSANDRA_IO") or "loop"
     baseline = os.environ.get("BENCH_BASELINE_IO") or io
     print(f"\nCassandra I/O: gateway {io} (CASSANDRA_IO), driver baseline {baseline} (BENCH_BASELINE_IO)")

@@ -288,6 +288,7 @@ async def subscribe(
     try:
         await asyncio.wait_for(asyncio.shield(subscriber.acknowledged), within)
     except BaseException:
+        subscriber.acknowledged.cancel()  # nobody waits for it any more
         subscriber.close()
         raise
     return subscriber

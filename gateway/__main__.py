@@ -1,7 +1,7 @@
-"""Command line: ``gateway serve [--workers N] | cassandra start|stop|kill|status [--nodes N]
-[--node I] | redis start|stop|status [--cluster] [--node I] | migrate | schema | seed | settings
-[--markdown]``, the counter repairs ``mail-recount``, ``blog-recount`` and ``rooms-recount``, and
-``backfill [<domain> ...]``.
+"""Command line: ``gateway serve [--workers N] | cassandra start|stop|kill|status
+[--nodes N | --datacenters DC:N,...] [--node I] | redis start|stop|status [--cluster]
+[--node I] | migrate | schema | seed | settings [--markdown]``, the counter repairs
+``mail-recount``, ``blog-recount`` and ``rooms-recount``, and ``backfill [<domain> ...]``.
 
 The ``cassandra`` and ``redis`` commands, and the others without contact points, use the
 development tooling in ``devnode`` and its settings (``gateway.settings.tooling``); both are
@@ -165,14 +165,19 @@ def _multiprocess_metrics() -> dict[str, str]:
     return prepare_multiprocess_metrics(directory)
 
 
-def cmd_cassandra(settings: Settings, action: str, nodes: int | None, node: int | None) -> int:
-    """The single node, or with ``--nodes N`` / ``--node I`` the local ring (or one member of it)."""
+def cmd_cassandra(
+    settings: Settings, action: str, nodes: int | None, node: int | None, datacenters: str | None = None
+) -> int:
+    """The single node, or with ``--nodes N`` / ``--node I`` the local ring (or one member of it),
+    or with ``--datacenters dc1:2,dc2:1`` the local ring over datacenters."""
     if nodes is not None and nodes < 1:
         raise _CommandFailed(f"--nodes must be 1 or more, got {nodes}")
+    if nodes is not None and datacenters is not None:
+        raise _CommandFailed("--nodes and --datacenters: give one (--datacenters counts the nodes)")
     if action == "kill" and node is None:
         raise _CommandFailed("kill needs --node I: it kills one member of the local ring")
-    if node is not None or (nodes or 1) > 1:
-        return _cmd_ring(settings, action, nodes or 3, node)
+    if datacenters is not None or node is not None or (nodes or 1) > 1:
+        return _cmd_ring(settings, action, nodes or 3, node, datacenters)
     tooling = _tooling()
     with _dev_tooling():
         from devnode.cassandra import CassandraNode
@@ -190,12 +195,13 @@ def cmd_cassandra(settings: Settings, action: str, nodes: int | None, node: int 
     return 0 if action != "status" or status.running else 3
 
 
-def _cmd_ring(settings: Settings, action: str, nodes: int, node: int | None) -> int:
+def _cmd_ring(settings: Settings, action: str, nodes: int, node: int | None, datacenters: str | None) -> int:
     tooling = _tooling()
     with _dev_tooling():
-        from devnode.cassandra import CassandraRing
+        from devnode.cassandra import CassandraRing, parse_datacenters
 
-        ring = CassandraRing(tooling, settings.cassandra_port, nodes)
+        layout = parse_datacenters(datacenters) if datacenters is not None else None
+        ring = CassandraRing(tooling, settings.cassandra_port, nodes, datacenters=layout)
         if action == "start" and node is None:
             ring.start()
         elif action == "start":
@@ -374,6 +380,12 @@ def main(argv: list[str] | None = None) -> int:
         help="a ring of N nodes on 127.0.0.2 and up instead of the single node (default 1; 3 with --node)",
     )
     cassandra.add_argument("--node", type=int, metavar="I", help="only node I (1-based) of the ring")
+    cassandra.add_argument(
+        "--datacenters",
+        metavar="DC:N,...",
+        help="the ring over datacenters on 127.0.0.11 and up instead (dc1:2,dc2:1: two nodes in dc1, "
+        "one in dc2), beside the other ring",
+    )
     redis = sub.add_parser(
         "redis",
         help="manage the local Redis server (GATEWAY_REDIS_PORT), or a local Redis Cluster (--cluster)",
@@ -449,7 +461,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             raise _CommandFailed(str(exc)) from exc
         return cmd_serve(settings, args.seed, workers, args.worker)
     if args.command == "cassandra":
-        return cmd_cassandra(settings, args.action, args.nodes, args.node)
+        return cmd_cassandra(settings, args.action, args.nodes, args.node, args.datacenters)
     if args.command == "redis":
         if args.node is not None and not args.cluster:
             raise _CommandFailed("--node needs --cluster")

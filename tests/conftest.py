@@ -24,8 +24,8 @@ from gateway.server.app import READY, SERVICES, create_app
 from gateway.server.serve import app_runner
 from gateway.settings import Settings
 from gateway.settings.tooling import ToolingSettings
-from tests.client import Api
-from tests.webhook import CodeReceiver
+from tests.support.client import Api
+from tests.support.webhook import CodeReceiver
 
 ServerFactory = Callable[..., Awaitable[tuple[Api, web.Application]]]
 

@@ -80,6 +80,8 @@ class Placement:
     every 127.x.y.z is a distinct local address), so only the JMX port, which Cassandra
     binds on 127.0.0.1 whatever the listen address, differs per node. ``compact`` selects
     the small-machine sizing of a ring member: serial GC, smaller caches and thread pools.
+    ``datacenter``: the node's datacenter and rack through ``GossipingPropertyFileSnitch``
+    (``conf/cassandra-rackdc.properties``); None, ``SimpleSnitch``'s one ``datacenter1``.
     """
 
     host: str = HOST
@@ -90,6 +92,8 @@ class Placement:
     hinted_handoff: bool = False
     ring_delay_ms: int = 1000
     compact: bool = False
+    datacenter: str | None = None
+    rack: str = "rack1"
 
 
 class NodeConfig:
@@ -117,6 +121,10 @@ class NodeConfig:
             directory.mkdir(parents=True, exist_ok=True)
         (self.conf / "cassandra.yaml").write_text(self._cassandra_yaml())
         (self.conf / "logback.xml").write_text(_LOGBACK_XML)
+        if self.placement.datacenter is not None:
+            (self.conf / "cassandra-rackdc.properties").write_text(
+                f"dc={self.placement.datacenter}\nrack={self.placement.rack}\nprefer_local=true\n"
+            )
 
     def _data_dirs(self) -> dict[str, Path]:
         names = ("data", "commitlog", "saved_caches", "hints", "cdc_raw")
@@ -161,7 +169,7 @@ rpc_address: {where.host}
 storage_port: {STORAGE_PORT}
 native_transport_port: {self.cql_port}
 start_native_transport: true
-endpoint_snitch: SimpleSnitch
+endpoint_snitch: {"SimpleSnitch" if where.datacenter is None else "GossipingPropertyFileSnitch"}
 hinted_handoff_enabled: {"true" if where.hinted_handoff else "false"}
 auto_snapshot: false
 snapshot_on_duplicate_row_detection: false
@@ -214,6 +222,11 @@ truncate_request_timeout: 60000ms
             "-Dio.netty.allocator.maxOrder=11",
             f"-javaagent:{jamm[-1]}",
             self.config_arg,
+            *(
+                [f"-Dcassandra-rackdc.properties=file://{self.conf / 'cassandra-rackdc.properties'}"]
+                if where.datacenter is not None
+                else []
+            ),
             f"-Dcassandra.logdir={self.logs}",
             f"-Dlogback.configurationFile=file://{self.conf / 'logback.xml'}",
             f"-Dcassandra.storagedir={self.data}",

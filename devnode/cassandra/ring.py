@@ -7,6 +7,11 @@ cache directory next to the single node's::
     ring/node<i>/   conf/, data/, logs/, cassandra.pid, .lock (as the single node's home)
     ring/.lock      flock held while the ring as a whole starts or stops
 
+A ring over datacenters (``datacenters=("dc1", "dc1", "dc2")``: node ``i`` in the ``i``-th) is
+another ring beside it, so both can exist: node ``i`` on ``127.0.0.<10+i>``, JMX ``7210 + i``,
+files under ``ring-dc/node<i>``, cluster ``gateway-ring-dc``, each node's datacenter and rack
+given to ``GossipingPropertyFileSnitch``.
+
 Node 1 is the seed. Nodes start one after the other, each joining (bootstrapping into) the
 ring before the next one starts, since Cassandra refuses two joining at once; the ring is
 ready when every node sees every node as NORMAL. Like the single node, it is started once,
@@ -15,6 +20,7 @@ reused, and keeps running until stopped (as a whole or one node at a time).
 
 from __future__ import annotations
 
+import re
 import time
 
 from devnode.cassandra.configure import Placement
@@ -26,13 +32,32 @@ from gateway.settings.tooling import ToolingSettings
 CLUSTER_NAME = "gateway-ring"
 MAX_NODES = 9
 JMX_BASE_PORT = 7200
+#: The ring over datacenters: its own addresses (127.0.0.11 and up), JMX ports, home and name.
+DC_CLUSTER_NAME = "gateway-ring-dc"
+DC_HOST_BASE = 10
+DC_JMX_BASE_PORT = 7210
 # Long enough for a joining node to hear the ring's tokens and schema from the seed under load.
 RING_DELAY_MS = 3000
 
 
-def ring_hosts(nodes: int) -> list[str]:
+def ring_hosts(nodes: int, base: int = 1) -> list[str]:
     """The loopback addresses of a ring of ``nodes`` nodes (its contact points)."""
-    return [f"127.0.0.{index + 1}" for index in range(1, nodes + 1)]
+    return [f"127.0.0.{index + base}" for index in range(1, nodes + 1)]
+
+
+def parse_datacenters(text: str) -> tuple[str, ...]:
+    """``dc1:2,dc2:1`` -> ``("dc1", "dc1", "dc2")``: each node's datacenter, in start order."""
+    layout: list[str] = []
+    for part in text.split(","):
+        name, _, count = part.strip().partition(":")
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or not count.isdigit() or int(count) < 1:
+            raise DevNodeError(
+                f"--datacenters wants 'dc1:2,dc2:1' (a name and 1 node or more each), got {text!r}"
+            )
+        if name in layout:
+            raise DevNodeError(f"--datacenters names {name!r} twice")
+        layout += [name] * int(count)
+    return tuple(layout)
 
 
 class CassandraRing:
@@ -40,28 +65,46 @@ class CassandraRing:
     each serving CQL on ``cql_port`` of its own address."""
 
     def __init__(
-        self, tooling: ToolingSettings, cql_port: int, nodes: int = 3, progress: Progress = print_progress
+        self,
+        tooling: ToolingSettings,
+        cql_port: int,
+        nodes: int = 3,
+        progress: Progress = print_progress,
+        *,
+        datacenters: tuple[str, ...] | None = None,
     ) -> None:
+        nodes = len(datacenters) if datacenters else nodes
         if not 2 <= nodes <= MAX_NODES:
             raise DevNodeError(f"A local ring has 2 to {MAX_NODES} nodes, not {nodes}.")
         self._tooling = tooling
         self._progress = progress
         self._root = tooling.cassandra_home.expanduser().resolve()
-        self.home = self._root / "ring"
-        self.hosts = ring_hosts(nodes)
+        self.datacenters = datacenters
+        self.home = self._root / ("ring-dc" if datacenters else "ring")
+        self.hosts = ring_hosts(nodes, DC_HOST_BASE if datacenters else 1)
         self.port = cql_port
         self.members = [self._member(index) for index in range(1, nodes + 1)]
 
+    def hosts_in(self, datacenter: str) -> list[str]:
+        """The addresses of the members in ``datacenter``."""
+        return [
+            host for host, dc in zip(self.hosts, self.datacenters or (), strict=False) if dc == datacenter
+        ]
+
     def _member(self, index: int) -> CassandraNode:
+        datacenter = self.datacenters[index - 1] if self.datacenters else None
+        in_dc = self.datacenters.count(datacenter) if self.datacenters and datacenter else len(self.hosts)
         placement = Placement(
             host=self.hosts[index - 1],
-            jmx_port=JMX_BASE_PORT + index,
+            jmx_port=(DC_JMX_BASE_PORT if datacenter else JMX_BASE_PORT) + index,
             seeds=self.hosts[0],
-            cluster_name=CLUSTER_NAME,
-            replication_factor=min(3, len(self.hosts)),
+            cluster_name=DC_CLUSTER_NAME if datacenter else CLUSTER_NAME,
+            # Tokens are allocated for the replicas of the node's own datacenter.
+            replication_factor=min(3, in_dc),
             hinted_handoff=True,
             ring_delay_ms=RING_DELAY_MS,
             compact=True,
+            datacenter=datacenter,
         )
         return CassandraNode(
             self._tooling,
@@ -70,7 +113,7 @@ class CassandraRing:
             home=self.home / f"node{index}",
             placement=placement,
             heap=("GATEWAY_CASSANDRA_RING_HEAP", self._tooling.cassandra_ring_heap),
-            name=f"Cassandra ring node {index}",
+            name=f"Cassandra ring node {index}" + (f" ({datacenter})" if datacenter else ""),
         )
 
     def node(self, index: int) -> CassandraNode:
@@ -89,8 +132,12 @@ class CassandraRing:
             for member in self.members:
                 member.start(timeout=node_timeout)
             self.wait_normal(settle_timeout)
+        where = ", ".join(
+            f"{host} ({dc})" if dc else host
+            for host, dc in zip(self.hosts, self.datacenters or [None] * len(self.hosts), strict=True)
+        )
         self._progress(
-            f"Cassandra ring of {len(self.members)} nodes ready on {', '.join(self.hosts)} "
+            f"Cassandra ring of {len(self.members)} nodes ready on {where} "
             f"({time.monotonic() - started:.0f}s)"
         )
 

@@ -34,7 +34,7 @@ that turns it off.
      lists), which was about half of a read's CPU on the loop (``bench/NOTES.md``,
      gateway/db/direct.py; b158ef6).
    - pinned: cassandra-driver 3.30.1.
-   - test: ``tests/test_loop_io.py::test_reads_go_the_short_way_with_the_drivers_answers``
+   - test: ``tests/integration/test_loop_io.py::test_reads_go_the_short_way_with_the_drivers_answers``
      (rows, pages and paging states against the driver's own path),
      ``test_a_read_the_node_refuses_takes_the_drivers_path_and_its_error``,
      ``test_a_read_the_node_forgot_is_prepared_again_and_reads_the_new_columns``.
@@ -46,7 +46,7 @@ that turns it off.
    - why: the driver's path keeps it taken; a refused send (overloaded, closing) leaked
      one stream id each (bd217d2).
    - pinned: cassandra-driver 3.30.1.
-   - test: ``tests/test_loop_io.py::test_a_read_no_connection_takes_now_gives_its_stream_back``.
+   - test: ``tests/integration/test_loop_io.py::test_a_read_no_connection_takes_now_gives_its_stream_back``.
    - off: as row 1.
 
 3. ``Connection.orphaned_request_ids``, ``orphaned_threshold``, ``orphaned_threshold_reached``
@@ -55,7 +55,8 @@ that turns it off.
 
    - why: a late answer must never reach the request that reuses its stream id (b158ef6).
    - pinned: cassandra-driver 3.30.1 (``_on_timeout``'s source is fingerprinted below).
-   - test: ``tests/test_loop_io.py::test_a_read_that_times_out_leaves_its_stream_until_the_late_answer``.
+   - test: ``tests/integration/test_loop_io.py``
+     ``::test_a_read_that_times_out_leaves_its_stream_until_the_late_answer``.
    - off: as row 1.
 
 4. ``Connection._enable_checksumming``, ``_segment_codec``; ``cassandra.segment``'s codec
@@ -66,7 +67,7 @@ that turns it off.
      bit at a time and writes and reads it a byte at a time; the table codec does it in
      a fraction of that (``bench/NOTES.md``, gateway/db/segments.py; 9a16b44).
    - pinned: cassandra-driver 3.30.1.
-   - test: ``tests/test_loop_io.py::test_the_table_crc24_is_the_drivers``,
+   - test: ``tests/integration/test_loop_io.py::test_the_table_crc24_is_the_drivers``,
      ``test_segments_are_the_drivers_bytes_and_read_back``, ``test_a_damaged_segment_header_is_refused``.
    - off: none (the same bytes on the wire); connections with a compressor keep the driver's codec.
 
@@ -80,7 +81,7 @@ that turns it off.
      ``docs/upstream/cassandra-driver-segment-header.md``.
    - pinned: cassandra-driver 3.30.1 (``_process_segment_buffer`` and ``process_io_buffer``
      fingerprinted).
-   - test: ``tests/test_loop_io.py::test_answers_read_a_few_bytes_at_a_time_are_whole``
+   - test: ``tests/integration/test_loop_io.py::test_answers_read_a_few_bytes_at_a_time_are_whole``
      (both I/O modes; fails without it).
    - off: none: without it both connection classes fail on a slow link.
 
@@ -94,7 +95,7 @@ that turns it off.
      the frames of one pass of the loop leave in one write (``bench/NOTES.md``,
      gateway/db/loop_io.py; a18eb25, 8650ac0).
    - pinned: cassandra-driver 3.30.1.
-   - test: ``tests/test_loop_io.py`` (loop and thread connections side by side), the ring test.
+   - test: ``tests/integration/test_loop_io.py`` (loop and thread connections side by side), the ring test.
    - off: ``CASSANDRA_IO=thread``.
 
 7. ``ResponseFuture._paging_state`` -- the next page's state, read in the callback
@@ -103,7 +104,7 @@ that turns it off.
    - why: the future has no public accessor; the public ``ResultSet.paging_state`` reads this
      attribute, and ``result()`` would build a ``ResultSet`` per statement.
    - pinned: cassandra-driver 3.30.1.
-   - test: ``tests/test_loop_io.py::test_pages_follow_a_statement_to_its_last_page``,
+   - test: ``tests/integration/test_loop_io.py::test_pages_follow_a_statement_to_its_last_page``,
      ``test_reads_go_the_short_way_with_the_drivers_answers`` (its reference pages).
    - off: none: this is the driver's own path.
 """

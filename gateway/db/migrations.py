@@ -19,6 +19,7 @@ from cassandra.query import SimpleStatement
 
 from gateway.db.session import Database
 from gateway.settings import Settings
+from gateway.settings.values import replication_datacenters
 
 log = logging.getLogger(__name__)
 
@@ -81,17 +82,30 @@ def load_migrations(directory: Path | None = None) -> list[Migration]:
 def replication_map(settings: Settings) -> str:
     """``SimpleStrategy:1`` or ``dc1:3,dc2:3`` as a CQL replication map literal."""
     spec = settings.replication.strip()
-    if spec.startswith("SimpleStrategy"):
-        _, _, factor = spec.partition(":")
-        rf = int(factor or "1")
+    try:
+        datacenters = replication_datacenters(spec)
+    except ValueError as exc:
+        raise ValueError(f"CASSANDRA_REPLICATION: {exc}, got {spec!r}") from None
+    if datacenters is None:
+        rf = int(spec.partition(":")[2] or "1")
         return f"{{'class': 'SimpleStrategy', 'replication_factor': {rf}}}"
-    parts = []
-    for item in spec.split(","):
-        dc, _, factor = item.strip().partition(":")
-        if not dc or not factor.isdigit():
-            raise ValueError(f"CASSANDRA_REPLICATION: expected 'dc:rf,...', got {spec!r}")
-        parts.append(f"'{dc}': {int(factor)}")
+    parts = [f"'{dc}': {rf}" for dc, rf in datacenters.items()]
     return "{'class': 'NetworkTopologyStrategy', " + ", ".join(parts) + "}"
+
+
+def check_datacenters(db: Database) -> None:
+    """ValueError when CASSANDRA_REPLICATION names a datacenter the cluster does not have: the
+    keyspace would keep replicas nowhere there (Cassandra refuses it, in words of its own)."""
+    wanted = replication_datacenters(db.settings.replication.strip())
+    if not wanted:
+        return
+    present = db.datacenters()
+    missing = [dc for dc in wanted if dc not in present]
+    if missing:
+        raise ValueError(
+            f"CASSANDRA_REPLICATION ({db.settings.replication}) names {', '.join(missing)}, which the "
+            f"cluster does not have: its datacenters are {', '.join(sorted(present)) or 'unknown'}"
+        )
 
 
 def migrate(db: Database, keyspace: str | None = None) -> list[str]:
@@ -103,6 +117,7 @@ def migrate(db: Database, keyspace: str | None = None) -> list[str]:
     if not _KEYSPACE.fullmatch(keyspace):
         raise ValueError(f"invalid keyspace name {keyspace!r}")
     session = db.session
+    check_datacenters(db)
     session.execute(
         f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {replication_map(db.settings)}",
         timeout=60,

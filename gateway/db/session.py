@@ -250,6 +250,17 @@ async def gathered(awaitables: Sequence[Awaitable[T]]) -> list[T]:
     return list(await asyncio.gather(*awaitables))
 
 
+def _foreign_local_dc(cluster: Cluster, local_dc: str | None, points: list[str]) -> str | None:
+    """What is wrong when the cluster's metadata knows nodes, none of them in ``local_dc``."""
+    present = {host.datacenter for host in cluster.metadata.all_hosts() if host.datacenter}
+    if local_dc is None or not present or local_dc in present:
+        return None
+    return (
+        f"CASSANDRA_LOCAL_DC is {local_dc!r}, but the cluster at {points} has the datacenters "
+        f"{', '.join(sorted(present))}"
+    )
+
+
 class Database:
     """Connection, prepared-statement cache and asyncio bridge for one keyspace."""
 
@@ -277,6 +288,11 @@ class Database:
         self._spans = StatementSpans(tracer, self.settings) if tracer is not None else None
 
     # -- connecting ---------------------------------------------------------
+
+    @property
+    def statements_in_flight(self) -> int:
+        """Statements sent (or being sent) and not yet answered, of every request and socket."""
+        return len(self._in_flight)
 
     @property
     def connected(self) -> bool:
@@ -326,8 +342,22 @@ class Database:
             session = cluster.connect()
         except Exception as exc:
             cluster.shutdown()
-            raise CassandraUnavailable(f"cannot connect to Cassandra at {points}: {exc}") from exc
+            # With no node in CASSANDRA_LOCAL_DC the policy ignores every node: the driver's
+            # "unable to connect to any servers" then means the setting, not the network.
+            raise CassandraUnavailable(
+                _foreign_local_dc(cluster, s.local_dc, points)
+                or f"cannot connect to Cassandra at {points}: {exc}"
+            ) from exc
+        if problem := _foreign_local_dc(cluster, s.local_dc, points):
+            cluster.shutdown()
+            raise CassandraUnavailable(problem)
         self._cluster, self._session = cluster, session
+
+    def datacenters(self) -> set[str]:
+        """The datacenters of the cluster's nodes, as the driver's metadata knows them."""
+        if self._cluster is None:
+            return set()
+        return {host.datacenter for host in self._cluster.metadata.all_hosts() if host.datacenter}
 
     async def open(self) -> None:
         """Connect from a worker thread, the connections served on the running event

@@ -14,7 +14,7 @@ matters when a page resolver loads the users of 50 items at once:
   keys' futures in turn instead of through ``asyncio.gather``: they settle
   together when their batch does, so the first await is the only one that waits.
 
-``tests/test_dataloader.py`` holds it to Strawberry's batches and answers. What it
+``tests/unit/test_dataloader.py`` holds it to Strawberry's batches and answers. What it
 uses of Strawberry's DataLoader beyond its documented API comes from
 :mod:`gateway.graph.executor_internals`.
 """

@@ -139,7 +139,8 @@ class ErrorCode(enum.Enum):
     )
     UNAVAILABLE = strawberry.enum_value(
         "UNAVAILABLE",
-        description="Cassandra, or the broker live updates travel through, cannot answer right now. "
+        description="Cassandra, or the broker live updates travel through, cannot answer right now, or "
+        "the process is at its bound of work in flight (HTTP 503 with `Retry-After`, nothing ran). "
         "`extensions.retrySafe` says whether sending the same request again is harmless: always for "
         "queries, and for mutations sent with their idempotency key. A subscription it ends can be "
         "started again later; nothing stored is lost meanwhile.",

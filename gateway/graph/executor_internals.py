@@ -39,8 +39,8 @@ that turns it off.
      gateway/graph/plain_fields.py.
    - pinned: graphql-core 3.3.2, strawberry-graphql 0.341.2 (``execute_fields``'s source
      is fingerprinted: the fast path's loop follows it).
-   - test: ``tests/test_plain_fields.py`` (edge and domain corpora, byte for byte against
-     the reference executor), ``tests/unit/test_introspection_cost.py``, ``tests/test_heap.py``.
+   - test: ``tests/integration/test_plain_fields.py`` (edge and domain corpora, byte for byte against
+     the reference executor), ``tests/unit/test_introspection_cost.py``, ``tests/integration/test_heap.py``.
    - off: ``GATEWAY_PLAIN_FIELDS=0``.
 
 2. Strawberry's ``_get_basic_result`` (the name of the resolver it makes for a field with
@@ -50,7 +50,7 @@ that turns it off.
 
    - why: as row 1 (c95e1e0, 74b6f8c).
    - pinned: strawberry-graphql 0.341.2.
-   - test: ``tests/test_plain_fields.py::test_object_subtrees_are_read_in_place`` (counts
+   - test: ``tests/integration/test_plain_fields.py::test_object_subtrees_are_read_in_place`` (counts
      the fields read in place); ``tests/unit/test_upstream_fences.py`` builds a schema and
      finds its basic field's resolver by this name.
    - off: ``GATEWAY_PLAIN_FIELDS=0``.
@@ -62,7 +62,7 @@ that turns it off.
      accepts; the check's attribute lookups ran for every object of a page (d9cea7a;
      ``bench/NOTES.md``, gateway/graph/plain_fields.py).
    - pinned: strawberry-graphql 0.341.2.
-   - test: ``tests/test_plain_fields.py::test_edge_corpus_is_byte_identical`` (casts to
+   - test: ``tests/integration/test_plain_fields.py::test_edge_corpus_is_byte_identical`` (casts to
      another type, to itself, subclasses).
    - off: ``GATEWAY_PLAIN_FIELDS=0``.
 
@@ -74,7 +74,7 @@ that turns it off.
      operation, about half of executing ``{ __typename }`` (``bench/NOTES.md``,
      gateway/graph/hooks.py; dc43218).
    - pinned: strawberry-graphql 0.341.2.
-   - test: ``tests/test_hooks.py`` (every pair of 14 hook behaviours against Strawberry's runner).
+   - test: ``tests/unit/test_hooks.py`` (every pair of 14 hook behaviours against Strawberry's runner).
    - off: none.
 
 5. Strawberry's ``Schema._schema`` (the graphql-core schema) and ``validate_document``
@@ -85,7 +85,7 @@ that turns it off.
    - why: Strawberry's ``ValidationCache`` keys by the parsed document, whose hash walks the
      whole tree per request (deec177); no public accessor gives the graphql-core schema.
    - pinned: strawberry-graphql 0.341.2.
-   - test: ``tests/test_limits.py``, ``tests/test_batch.py``.
+   - test: ``tests/integration/test_limits.py``, ``tests/integration/test_batch.py``.
    - off: none (the same validation, run once per text).
 
 6. Strawberry's ``Info._raw_info`` -- list resolvers look at the query's selection in
@@ -94,7 +94,7 @@ that turns it off.
    - why: ``info.selected_fields`` converts the field's whole subtree into Strawberry's
      nodes on each call, twice per talkPartners page (1552bae).
    - pinned: strawberry-graphql 0.341.2.
-   - test: the domain corpora of ``tests/test_plain_fields.py`` and the domains' statement
+   - test: the domain corpora of ``tests/integration/test_plain_fields.py`` and the domains' statement
      counts (a prefetch that misses a selection costs more statements).
    - off: none.
 
@@ -108,7 +108,7 @@ that turns it off.
    - pinned: strawberry-graphql 0.341.2 (``DataLoader.load`` and ``dispatch_batch``
      fingerprinted: the rewrite follows the one and relies on the other skipping a batch
      whose futures are all cancelled).
-   - test: ``tests/test_dataloader.py::test_same_batches_and_answers_as_strawberry``.
+   - test: ``tests/unit/test_dataloader.py::test_same_batches_and_answers_as_strawberry``.
    - off: none.
 
 8. graphql-core's ``Executor.build``, ``build_per_event_executor`` and ``execute_operation``
@@ -117,8 +117,8 @@ that turns it off.
 
    - why: one execution per event and distinct selection, not one per subscriber (1075013).
    - pinned: graphql-core 3.3.2, strawberry-graphql 0.341.2.
-   - test: ``tests/test_live_delivery.py``, ``tests/test_rooms_subscription.py``,
-     ``tests/test_messenger_subscription.py``.
+   - test: ``tests/integration/test_live_delivery.py``, ``tests/integration/test_rooms_subscription.py``,
+     ``tests/integration/test_messenger_subscription.py``.
    - off: none.
 
 9. Strawberry's WebSocket protocol handlers (``BaseGraphQLTransportWSHandler``,
@@ -139,9 +139,9 @@ that turns it off.
      message to a client that has gone is dropped instead of failing the task that sent it
      (Strawberry logged it as ``WebSocketDisconnected`` at ERROR).
    - pinned: strawberry-graphql 0.341.2.
-   - test: ``tests/test_websocket_sessions.py``, ``tests/test_websocket_caps.py``,
-     ``tests/test_websocket_limits.py``, ``tests/test_live_delivery.py``,
-     ``tests/test_live_memory.py``.
+   - test: ``tests/integration/test_websocket_sessions.py``, ``tests/integration/test_websocket_caps.py``,
+     ``tests/integration/test_websocket_limits.py``, ``tests/integration/test_live_delivery.py``,
+     ``tests/integration/test_live_memory.py``.
    - off: none.
 """
 

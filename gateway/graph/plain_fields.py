@@ -29,7 +29,7 @@ or awaitable, every scalar serialised, every object of its type) is written
 directly; anything else, and every other field, goes through graphql-core's
 own ``execute_field``, which reads the value again (reading has no side effect)
 and produces exactly the value or the error it always did. Results keep the
-selection's order. ``tests/test_plain_fields.py`` holds the fast path to the
+selection's order. ``tests/integration/test_plain_fields.py`` holds the fast path to the
 reference executor, byte for byte, over a corpus of queries.
 
 The executor extends graphql-core's and Strawberry's past their documented API: what it

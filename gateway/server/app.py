@@ -36,8 +36,9 @@ from gateway.http.sockets import SocketCaps, SocketCounts
 from gateway.http.view import GraphQLOverHTTPView
 from gateway.http.websocket import LegacyWSHandler, TransportWSHandler
 from gateway.ratelimit.policy import Limit
+from gateway.server.admission import Admission
 from gateway.server.drain import Drain
-from gateway.server.graphiql import add_static_routes, render_graphiql
+from gateway.server.graphiql import STATIC_PREFIX, add_static_routes, render_graphiql
 from gateway.server.metrics import UPGRADED, Exposure, GatewayMetrics
 from gateway.server.metrics import install as install_metrics
 from gateway.settings import Settings
@@ -51,6 +52,7 @@ SERVICES = web.AppKey("services", Services)
 READY = web.AppKey("ready", asyncio.Event)
 CONNECTOR = web.AppKey("connector", asyncio.Task)
 DRAIN = web.AppKey("drain", Drain)
+ADMISSION = web.AppKey("admission", Admission)
 SOCKETS = web.AppKey("sockets", SocketCounts)
 COMPOSITION = web.AppKey("composition", Composition)
 WORKER_TASKS = web.AppKey("worker_tasks", list[asyncio.Task[None]])
@@ -257,11 +259,21 @@ def create_app(
     composition = compose(settings, db=db, pubsub=pubsub, schema=schema, tracer=tracer)
     services = composition.services
     drain = Drain()
-    app = web.Application(client_max_size=settings.max_json_bytes, middlewares=[drain.middleware])
+    admission = Admission(
+        max_in_flight=settings.max_in_flight,
+        max_statements=settings.max_queued_statements,
+        retry_after=settings.shed_retry_after_seconds,
+        statements=lambda: services.db.statements_in_flight,
+        static_prefix=STATIC_PREFIX,
+    )
+    app = web.Application(
+        client_max_size=settings.max_json_bytes, middlewares=[drain.middleware, admission.middleware]
+    )
     app[SERVICES] = services
     app[COMPOSITION] = composition
     app[READY] = asyncio.Event()
     app[DRAIN] = drain
+    app[ADMISSION] = admission
     if own_provider is not None:
         app[OWN_TRACER_PROVIDER] = own_provider
     limits = QueryLimits.of(settings)
@@ -276,6 +288,7 @@ def create_app(
     metrics = install_metrics(app, Exposure(settings.metrics_open, settings.metrics_token))
     install_request_context(app, tracer)
     services.metrics = metrics
+    admission.on_shed = metrics.count_shed
     if services.live is not None:
         services.live.on_delivered = metrics.delivered
     _observe(services, metrics)

@@ -250,6 +250,13 @@ class GatewayMetrics:
             "CQL statements run to deliver subscription events (per event and selection, never per socket)",
             registry=r,
         )
+        self.shed = Counter(
+            "gateway_requests_shed",
+            "HTTP requests refused at once (503) because the process was at a bound: in-flight "
+            "requests (requests) or CQL statements in flight (statements)",
+            ["reason"],
+            registry=r,
+        )
         self.http_requests = Counter(
             "gateway_http_requests", "HTTP requests, by route and status", ["route", "status"], registry=r
         )
@@ -311,6 +318,10 @@ class GatewayMetrics:
         """A refusal that does not reach a GraphQL result (GraphQL ``RATE_LIMITED`` errors
         are counted from the results, under the rule in their extensions)."""
         self.rate_limited.labels(rule).inc()
+
+    def count_shed(self, reason: str) -> None:
+        """A request refused by ``gateway.server.admission``."""
+        self.shed.labels(reason).inc()
 
     # -- exposition -------------------------------------------------------------
 

@@ -50,6 +50,7 @@ from gateway.settings.values import (
     bucket_problem,
     cluster_secret_problem,
     country_code_problem,
+    datacenter_problem,
     file_problem,
     http_url_problem,
     keyspace_problem,
@@ -57,6 +58,7 @@ from gateway.settings.values import (
     origins_problem,
     public_url_problem,
     rate_problem,
+    replication_datacenters,
     replication_problem,
     signing_secret_problem,
     trace_exporters_problem,
@@ -239,6 +241,33 @@ class Settings:
         bounds=NOT_NEGATIVE,
     )
 
+    max_in_flight: int = setting(
+        "GATEWAY_MAX_IN_FLIGHT",
+        256,
+        "most HTTP requests one process handles at once; one more is refused at once with 503, "
+        "`Retry-After` and `UNAVAILABLE` instead of waiting (the probes, `/metrics` and WebSocket "
+        "upgrades are never refused); `0`: no bound",
+        group=PROCESSES,
+        bounds=NOT_NEGATIVE,
+    )
+    max_queued_statements: int = setting(
+        "GATEWAY_MAX_QUEUED_STATEMENTS",
+        2048,
+        "CQL statements in flight on one process (of requests, sockets and deliveries) from which a "
+        "new HTTP request is refused the same way; the statements of requests already admitted always "
+        "run; `0`: no bound",
+        group=PROCESSES,
+        bounds=NOT_NEGATIVE,
+    )
+    shed_retry_after_seconds: int = setting(
+        "GATEWAY_SHED_RETRY_AFTER_SECONDS",
+        1,
+        "the `Retry-After` (and `extensions.retryAfter`) of a request refused because the process is "
+        "at one of its bounds",
+        group=PROCESSES,
+        bounds=Bounds("1 to 3600", minimum=1, maximum=3600),
+    )
+
     contact_points: tuple[str, ...] = setting(
         "CASSANDRA_CONTACT_POINTS",
         (),
@@ -273,14 +302,19 @@ class Settings:
     local_dc: str | None = setting(
         "CASSANDRA_LOCAL_DC",
         None,
-        "local datacenter for load balancing",
+        "the datacenter this gateway sends its statements to (token-aware, round robin within it; "
+        "`LOCAL_QUORUM` and `LOCAL_SERIAL` are counted there); one of `CASSANDRA_REPLICATION`'s "
+        "datacenters, required when it names several",
         group=CASSANDRA,
-        default_text="driver's choice",
+        check=datacenter_problem,
+        default_text="the first contact point's",
     )
     replication: str = setting(
         "CASSANDRA_REPLICATION",
         "SimpleStrategy:1",
-        "`SimpleStrategy:N`, or `dc1:3,dc2:3` for NetworkTopologyStrategy",
+        "replication of the keyspace when the gateway creates it: `SimpleStrategy:N`, or `dc1:3,dc2:3` "
+        "for NetworkTopologyStrategy with that many replicas in each datacenter (each 1 or more, each "
+        "named once)",
         group=CASSANDRA,
         check=replication_problem,
         default_text=f"`SimpleStrategy:1` embedded, `{CLUSTER_REPLICATION}` with contact points",
@@ -989,9 +1023,36 @@ class Settings:
         raise_problems(problems(Settings, values_of(self)) + self._rules())
         return self
 
+    def _datacenter_rules(self) -> list[tuple[str, str]]:
+        """CASSANDRA_LOCAL_DC against the datacenters CASSANDRA_REPLICATION names."""
+        try:
+            datacenters = replication_datacenters(self.replication)
+        except ValueError:
+            return []  # CASSANDRA_REPLICATION's own check says what is wrong
+        if datacenters is None:
+            return []
+        name, listed = "CASSANDRA_LOCAL_DC", ", ".join(datacenters)
+        if self.local_dc is None and len(datacenters) > 1:
+            return [
+                (
+                    name,
+                    f"{name} must be set when CASSANDRA_REPLICATION names several datacenters ({listed}): "
+                    "it is the one this gateway's statements go to and LOCAL_QUORUM is counted in",
+                )
+            ]
+        if self.local_dc is not None and self.local_dc not in datacenters:
+            return [
+                (
+                    name,
+                    f"{name} is {self.local_dc!r}, which CASSANDRA_REPLICATION ({self.replication}) gives "
+                    f"no replica: it must be one of {listed}",
+                )
+            ]
+        return []
+
     def _rules(self) -> list[tuple[str, str]]:
         """The rules no single setting can state."""
-        found = []
+        found = self._datacenter_rules()
         if ANY_ORIGIN in self.cors_origins and len(self.cors_origins) > 1:
             found.append(
                 ("GATEWAY_CORS_ORIGINS", "GATEWAY_CORS_ORIGINS: '*' (any origin) must be the only entry")

@@ -162,14 +162,44 @@ def broker_url_problem(variable: str, text: str) -> str | None:
     return f"{variable} must be redis://host:port/db or redis+cluster://host:port,host:port,..., got {text!r}"
 
 
+_DATACENTER = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def replication_datacenters(text: str) -> dict[str, int] | None:
+    """The datacenters of a ``dc1:3,dc2:3`` replication and each one's replication factor, in
+    order; None for ``SimpleStrategy:N``. ValueError for anything else."""
+    text = text.strip()
+    if re.fullmatch(r"SimpleStrategy(:[0-9]+)?", text):
+        if int(text.partition(":")[2] or "1") < 1:
+            raise ValueError("SimpleStrategy's replication factor must be 1 or more")
+        return None
+    found: dict[str, int] = {}
+    for part in text.split(","):
+        dc, colon, factor = part.strip().partition(":")
+        if not colon or not _DATACENTER.fullmatch(dc) or not factor.isdigit():
+            raise ValueError("expected 'SimpleStrategy:N' or 'dc1:3,dc2:3'")
+        if dc in found:
+            raise ValueError(f"datacenter {dc!r} is named twice")
+        if int(factor) < 1:
+            raise ValueError(f"datacenter {dc!r} needs 1 replica or more; leave out one that keeps none")
+        found[dc] = int(factor)
+    return found
+
+
 def replication_problem(variable: str, text: str) -> str | None:
     """``SimpleStrategy:N``, or ``dc:rf`` pairs for NetworkTopologyStrategy."""
-    text = text.strip()
-    simple = re.fullmatch(r"SimpleStrategy(:[1-9][0-9]*)?", text)
-    topology = re.fullmatch(r"[A-Za-z0-9_.-]+:[0-9]+(,\s*[A-Za-z0-9_.-]+:[0-9]+)*", text)
-    if simple or topology:
+    try:
+        replication_datacenters(text)
+    except ValueError as exc:
+        return f"{variable} must be 'SimpleStrategy:N' or 'dc1:3,dc2:3' ({exc}), got {text!r}"
+    return None
+
+
+def datacenter_problem(variable: str, text: str) -> str | None:
+    """A datacenter's name as the snitch gives it (``dc1``, ``eu-west``)."""
+    if _DATACENTER.fullmatch(text):
         return None
-    return f"{variable} must be 'SimpleStrategy:N' or 'dc1:3,dc2:3', got {text!r}"
+    return f"{variable} must be a datacenter's name (letters, digits, '_', '.', '-'), got {text!r}"
 
 
 def keyspace_problem(variable: str, text: str) -> str | None:

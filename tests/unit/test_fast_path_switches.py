@@ -1,7 +1,7 @@
 """The switches that turn the gateway's fast paths off, back to the libraries' own.
 
 ``CASSANDRA_DIRECT_READS=0``: every statement takes the driver's full path (its effect on a
-connected gateway is in ``tests/test_loop_io.py``). ``GATEWAY_PLAIN_FIELDS=0``: graphql-core's
+connected gateway is in ``tests/integration/test_loop_io.py``). ``GATEWAY_PLAIN_FIELDS=0``: graphql-core's
 reference executor (as Strawberry runs it) answers every field. Both are on by default.
 """
 

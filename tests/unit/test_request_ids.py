@@ -1,5 +1,5 @@
 """Request ids and trace context as log lines carry them (``gateway/tracing.py``,
-``gateway/server/logs.py``); the requests themselves are in tests/test_tracing.py."""
+``gateway/server/logs.py``); the requests themselves are in tests/integration/test_tracing.py."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from cassandra.query import SimpleStatement
 
 from gateway.db.retry import GatewayRetryPolicy, all_idempotent, is_idempotent
 from gateway.db.session import unavailable
-from tests import cql_audit
+from tests.support import cql_audit
 
 CQL = Path(__file__).resolve().parents[2] / "cql"
 
