@@ -15,6 +15,7 @@ from urllib.parse import urljoin
 import aiohttp
 
 from bench.harness import Stats, Target, counted, gateway_under_test, measure, report, side_by_side
+from gateway.graph.node import parse_global_id
 from gateway.mail.attachment_store import AttachmentStore
 from gateway.mail.store import MailStore
 from gateway.users.store import SessionStore, UserStore
@@ -80,7 +81,9 @@ async def main() -> None:
         attachments = AttachmentStore(target.db, target.settings)
         users = UserStore(target.db, target.settings)
         sessions = SessionStore(target.db, target.settings)
-        record = await mail.email(uuid.UUID(email_id))
+        # The email's global id is "Email:<owner>:<uuid>", base64.
+        email_uuid = uuid.UUID(parse_global_id(email_id)[1].rsplit(":", 1)[1])
+        record = await mail.email(email_uuid)
         assert record is not None
         attachment = record.attachments[0]
 
@@ -95,7 +98,7 @@ async def main() -> None:
         async def email_raw() -> None:
             login = await sessions.login_of(reader)
             assert login is not None
-            found = await mail.email(uuid.UUID(email_id))
+            found = await mail.email(email_uuid)
             assert found is not None
             await mail.placement(login, found)
             await users.get_many([found.sender, *found.recipients])

@@ -51,6 +51,7 @@ from gateway.settings import Settings
 from gateway.tracing import Tracer
 from gateway.users.presence import Presence
 from gateway.users.presence_store import PresenceStore
+from gateway.users.session_cache import SessionCache
 from gateway.users.store import SessionStore
 
 #: Seconds a rate-limit or persisted-query call may wait for the broker.
@@ -144,7 +145,7 @@ def compose(
     statements, operations, publishes and live deliveries (None: tracing is off)."""
     db = db or Database(settings)
     db.tracer = tracer
-    sessions = SessionStore(db, settings)
+    sessions = SessionCache(SessionStore(db, settings), settings)
     shared = broker_client(settings)
     trusted = settings.trusted_proxies
     pubsub = pubsub or pubsub_of(settings)
@@ -154,11 +155,14 @@ def compose(
         db=db,
         pubsub=pubsub,
         authenticate=sessions.login_of,
-        session_of=sessions.active,
+        # A socket's sessions are read from Cassandra, past the cache: each of its operations
+        # looks its session up again, the socket's own check for a revocation it was not told of.
+        session_of=sessions.store.active,
         limiter=limiter_of(shared, settings),
         address_of=lambda request: request_address_key(request, trusted),
         tracer=tracer,
     )
+    services.provide(sessions)
     fanout = FanoutWorker(services.store(ContactDirectory).store, services.pubsub, settings)
     schema = schema or build_schema(settings)
 
@@ -191,7 +195,7 @@ def compose(
     services.presence = presence
     typing = TypingExpiry(services.live.inject, seconds=settings.typing_seconds)
     services.provide(typing)
-    sessions_watch = SessionWatch(services.pubsub, services.session_of)
+    sessions_watch = SessionWatch(services.pubsub, sessions.store.active, sessions)
     services.provide(sessions_watch)
     return Composition(
         services=services,

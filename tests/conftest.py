@@ -126,6 +126,9 @@ def base_settings(codes: CodeReceiver, tooling: ToolingSettings) -> Settings:
         # A real cluster needs a pepper of its own; the test keyspace is thrown away.
         contacts_identity_pepper=os.environ.get("GATEWAY_CONTACTS_IDENTITY_PEPPER") or uuid.uuid4().hex * 2,
         **GENEROUS_LIMITS,
+        # A kept session is read again only after an hour, so the statement counts the tests
+        # assert never depend on how long the machine took between a sign-up and the request.
+        session_cache_seconds=3600.0,
         verification_webhook_url=codes.url,
         # GraphiQL and the audits introspect, wherever the node is (a real cluster's default is off).
         introspection=True if settings.introspection is None else settings.introspection,

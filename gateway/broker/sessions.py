@@ -34,6 +34,18 @@ class LiveSession(Protocol):
 SessionLookup = Callable[[str], Awaitable[LiveSession | None]]
 
 
+class RevocationListener(Protocol):
+    """Told what the process's one listener on :data:`REVOCATIONS` hears: a process's cache of
+    sessions (``gateway/users/session_cache.py``) may trust what it keeps only while the
+    listener is on the channel, for only then does it hear every revocation."""
+
+    def revoked(self, key: str) -> None:
+        """The session named ``key`` (:func:`session_key`) was revoked."""
+
+    def listening(self, on: bool) -> None:
+        """The listener is on the channel (True), or is not and may miss revocations (False)."""
+
+
 def session_key(token: str) -> str:
     """How a session is named where it is announced: its token's SHA-256."""
     return hashlib.sha256(token.encode()).hexdigest()

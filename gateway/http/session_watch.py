@@ -11,6 +11,10 @@ or not reached yet (then every watched session is looked up every
 :data:`BROKER_POLL_SECONDS`, one CQL statement per session, until the channel is back), or
 the channel dropping a listener that fell behind or reconnecting. Each time the listener is
 on the channel again, every session is looked up once.
+
+The process's session cache (``gateway/users/session_cache.py``) is told the same: every
+revocation heard, and whether the listener is on the channel (the cache is trusted only
+while it is).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from gateway.broker.pubsub import BrokerUnavailable, PubSub
-from gateway.broker.sessions import REVOCATIONS, SessionLookup, session_key
+from gateway.broker.sessions import REVOCATIONS, RevocationListener, SessionLookup, session_key
 from gateway.db.session import CassandraUnavailable
 
 log = logging.getLogger(__name__)
@@ -52,9 +56,15 @@ class SessionWatch:
     """The process's registry of watched sessions and their listener (a worker of the
     composition root: :meth:`run` listens while the process runs)."""
 
-    def __init__(self, pubsub: PubSub, session_of: SessionLookup) -> None:
+    def __init__(
+        self, pubsub: PubSub, session_of: SessionLookup, listener: RevocationListener | None = None
+    ) -> None:
+        """``session_of`` must read the session from Cassandra, past any cache: it is how a
+        revocation missed while nobody listened is found. ``listener`` is told every
+        revocation heard and whether the channel is listened to."""
         self.pubsub = pubsub
         self.session_of = session_of
+        self.listener = listener
         self._by_key: dict[str, set[Watched]] = {}
         #: Set while the listener is on the channel.
         self.listening = asyncio.Event()
@@ -88,6 +98,8 @@ class SessionWatch:
         watched.ended()
 
     def _revoked(self, key: object) -> None:
+        if self.listener is not None and isinstance(key, str):
+            self.listener.revoked(key)
         for watched in list(self._by_key.get(key, ()) if isinstance(key, str) else ()):
             self._end(watched)
 
@@ -101,17 +113,24 @@ class SessionWatch:
             try:
                 async with self.pubsub.subscribe(REVOCATIONS) as revocations:
                     self.listening.set()
+                    self._tell(True)
                     if ready.is_set():
                         await self.check_all()  # what was revoked while nobody listened
                     async for key in revocations:
                         self._revoked(key)
             except BrokerUnavailable:
                 pass
-            self.listening.clear()
+            finally:
+                self.listening.clear()
+                self._tell(False)
             await asyncio.sleep(RESUBSCRIBE_SECONDS)
             if ready.is_set() and loop.time() - looked_up >= BROKER_POLL_SECONDS:
                 looked_up = loop.time()
                 await self.check_all()
+
+    def _tell(self, on: bool) -> None:
+        if self.listener is not None:
+            self.listener.listening(on)
 
     async def check_all(self) -> None:
         """Look every watched session up; end the sockets of those that are gone."""

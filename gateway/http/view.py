@@ -169,11 +169,47 @@ class GraphQLOverHTTPView(StreamPartsHook, GraphQLView[Context, RootValue]):
             ):
                 shown = f"`{content_type[:100]}`" if content_type else "(none given)"
                 raise RequestRefused(415, UNSUPPORTED_CONTENT_TYPE.format(content_type=shown))
+            if "application/json" in content_type and not _may_stream(request.headers.get(hdrs.ACCEPT)):
+                return await self._parse_json_post(request)
         data = await super().parse_http_body(request)
         http_request = getattr(request, "request", None)
         if isinstance(data, list) and isinstance(http_request, web.Request):
             http_request[BATCHED] = True
         return data
+
+    async def _parse_json_post(self, request: AsyncHTTPRequestAdapter) -> Any:
+        """A JSON POST that asks for no streamed answer, read as Strawberry reads it, without
+        its two parses of media types through ``email.message`` (the request's content type
+        and its ``Accept``, which a client that may stream names: see :func:`_may_stream`).
+        A batch goes on to Strawberry's checks, with the body already read."""
+        body = await request.get_body()
+        data = self.parse_json(body)
+        if not isinstance(data, dict):
+            data = await super().parse_http_body(cast(AsyncHTTPRequestAdapter, _BodyRead(request, body)))
+            http_request = getattr(request, "request", None)
+            if isinstance(data, list) and isinstance(http_request, web.Request):
+                http_request[BATCHED] = True
+            return data
+        query = data.get("query")
+        if not isinstance(query, (str, type(None))):
+            raise HTTPException(400, "The GraphQL operation's `query` must be a string or null, if provided.")
+        variables = data.get("variables")
+        if not isinstance(variables, (dict, type(None))):
+            raise HTTPException(
+                400, "The GraphQL operation's `variables` must be an object or null, if provided."
+            )
+        extensions = data.get("extensions")
+        if not isinstance(extensions, (dict, type(None))):
+            raise HTTPException(
+                400, "The GraphQL operation's `extensions` must be an object or null, if provided."
+            )
+        return GraphQLRequestData(
+            query=query,
+            variables=variables,
+            operation_name=data.get("operationName"),
+            extensions=extensions,
+            protocol="http",
+        )
 
     def is_websocket_request(self, request: web.Request) -> TypeGuard[web.Request]:
         """Strawberry's check, asked twice per request, builds a ``WebSocketResponse``
@@ -374,6 +410,30 @@ def socket_message_problem(message: object) -> str | None:
             if payload.get(name) is not None and not isinstance(payload[name], kind):
                 return f"An operation's `{name}` is a {'string' if kind is str else 'JSON object'}."
     return None
+
+
+def _may_stream(accept: str | None) -> bool:
+    """Whether an ``Accept`` header names a media type one of Strawberry's streamed answers
+    is sent as (``multipart/mixed`` for subscriptions over multipart, ``text/event-stream``);
+    only then does the request's protocol need Strawberry's own reading of it."""
+    if not accept:
+        return False
+    lowered = accept.lower()
+    return "multipart/mixed" in lowered or "text/event-stream" in lowered
+
+
+class _BodyRead:
+    """A request adapter whose body was read already (a body streams once)."""
+
+    def __init__(self, adapter: AsyncHTTPRequestAdapter, body: bytes) -> None:
+        self._adapter = adapter
+        self._body = body
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._adapter, name)
+
+    async def get_body(self) -> bytes:
+        return self._body
 
 
 def refused_response(request: web.Request, exc: HTTPException) -> web.Response:

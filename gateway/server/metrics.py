@@ -27,6 +27,7 @@ import shutil
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from aiohttp import hdrs, web
 from prometheus_client import (
@@ -140,6 +141,28 @@ def _coroutine_name(task: asyncio.Task[object]) -> str:
     return getattr(coroutine, "__qualname__", None) or type(coroutine).__name__
 
 
+M = TypeVar("M", Counter, Histogram)
+
+
+class _Children(Generic[M]):
+    """A labelled metric's children by their label values, looked up in a dict: its
+    ``labels()`` checks and locks on every call, a few microseconds each, three times per
+    request. The label values are bounded (operation names by :class:`OperationNames`,
+    outcomes by the error codes, routes by the application), so the dict is too."""
+
+    __slots__ = ("children", "metric")
+
+    def __init__(self, metric: M) -> None:
+        self.metric: M = metric
+        self.children: dict[tuple[str, ...], M] = {}
+
+    def __call__(self, *values: str) -> M:
+        child = self.children.get(values)
+        if child is None:
+            child = self.children[values] = self.metric.labels(*values)
+        return child
+
+
 class GatewayMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -237,6 +260,9 @@ class GatewayMetrics:
         self.http_requests = Counter(
             "gateway_http_requests", "HTTP requests, by route and status", ["route", "status"], registry=r
         )
+        self.requests_by = _Children(self.requests)
+        self.latency_by = _Children(self.latency)
+        self.http_requests_by = _Children(self.http_requests)
         # The process's own numbers (resident memory, open files, CPU) and its loop's tasks.
         # One process's alone: with --workers the scrape adds up the workers' files instead,
         # where these would be only the answering worker's, so they are left out there.
@@ -250,8 +276,8 @@ class GatewayMetrics:
     ) -> None:
         """A GraphQL query or mutation answered (``gateway.graph.observability``)."""
         label = self.operation_names.label(name)
-        self.requests.labels(label, outcome).inc()
-        self.latency.labels(label).observe(seconds)
+        self.requests_by(label, outcome).inc()
+        self.latency_by(label).observe(seconds)
         self.statements_per_request.observe(statements)
         if statements:
             self.statements.inc(statements)
@@ -270,7 +296,7 @@ class GatewayMetrics:
     def subscription_ended(self, name: str | None, outcome: str) -> None:
         """A subscription's end counts as one request with the outcome of its last result."""
         self.subscriptions.dec()
-        self.requests.labels(self.operation_names.label(name), outcome).inc()
+        self.requests_by(self.operation_names.label(name), outcome).inc()
 
     def set_broker_state(self, state: str) -> None:
         """The broker's state as ``PubSub.state`` names it."""
@@ -332,7 +358,7 @@ class GatewayMetrics:
                 self.websockets.dec()
             resource = request.match_info.route.resource
             route = resource.canonical if resource is not None else "unmatched"
-            self.http_requests.labels(route, str(status)).inc()
+            self.http_requests_by(route, str(status)).inc()
 
 
 METRICS = web.AppKey("metrics", GatewayMetrics)

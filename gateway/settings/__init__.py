@@ -525,6 +525,26 @@ class Settings:
         aliases=("SESSION_TTL_DAYS",),
         bounds=at_least(1 / 86400, "at least one second"),
     )
+    session_cache_size: int = setting(
+        "GATEWAY_SESSION_CACHE_SIZE",
+        10000,
+        "sessions each process keeps in memory after their first lookup, so an authenticated request "
+        "reads no `sessions` row while its session is known; the least recently used go first. Dropped "
+        "at once by `signOut` on any process (through the broker), never kept past the session's "
+        "expiry, and not used while the broker's revocations channel is unreachable; `0`: every "
+        "request reads its session",
+        group=SESSIONS,
+        bounds=NOT_NEGATIVE,
+    )
+    session_cache_seconds: float = setting(
+        "GATEWAY_SESSION_CACHE_SECONDS",
+        60.0,
+        "the longest a process trusts a session it keeps in memory before reading it again: the bound "
+        "on how long a revocation the broker lost (rather than one it was down for, which clears the "
+        "cache) can go unseen",
+        group=SESSIONS,
+        bounds=POSITIVE,
+    )
     argon2_time_cost: int = setting(
         "GATEWAY_ARGON2_TIME_COST",
         3,

@@ -19,13 +19,17 @@ from gateway.users import rules
 from gateway.users.presence import Presence, PresenceState, presence_channel
 from gateway.users.records import SessionRecord, UserRecord
 from gateway.users.service import AccountService, NewAccount
-from gateway.users.store import SessionStore, UserStore
+from gateway.users.session_cache import SessionCache
+from gateway.users.store import UserStore
 from gateway.users.types import AuthPayload, PresenceView, User, load_user, user_node
 
 
 def service(context: Context) -> AccountService:
     return AccountService(
-        context.store(UserStore), context.store(SessionStore), context.settings, context.pubsub
+        context.store(UserStore),
+        context.services.provided(SessionCache),
+        context.settings,
+        context.pubsub,
     )
 
 

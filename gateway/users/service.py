@@ -11,15 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.broker.pubsub import PubSub
-from gateway.broker.sessions import announce_revoked
+from gateway.broker.sessions import announce_revoked, session_key
 from gateway.db import clock
 from gateway.errors import Conflict, NotFound, Unauthenticated
 from gateway.settings import Settings
 from gateway.users.passwords import hash_password, verify_password
 from gateway.users.records import SessionRecord, UserRecord
-from gateway.users.store import SessionStore, UserStore
+from gateway.users.session_cache import SessionCache
+from gateway.users.store import UserStore
 
 WRONG_CREDENTIALS = "Wrong login or password."
+#: Seconds ``signOut`` waits for its own process to hear its revocation through the broker.
+REVOCATION_ECHO_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class NewAccount:
 @dataclass(frozen=True)
 class AccountService:
     users: UserStore
-    sessions: SessionStore
+    sessions: SessionCache
     settings: Settings
     pubsub: PubSub
 
@@ -70,9 +73,14 @@ class AccountService:
         return await self.sessions.create(login)
 
     async def sign_out(self, token: str) -> None:
-        """Revoke the session and tell its open connections, on every process, to close."""
+        """Revoke the session and tell every process: their session caches drop it and its
+        open connections close. Answers once this process has heard the announcement (at
+        most :data:`REVOCATION_ECHO_SECONDS`), so every process has been sent it before the
+        client can send its next request."""
         await self.sessions.revoke(token)
-        await announce_revoked(self.pubsub, token)
+        await self.sessions.announce(
+            session_key(token), lambda: announce_revoked(self.pubsub, token), REVOCATION_ECHO_SECONDS
+        )
 
     async def update_profile(self, login: str, changes: dict[str, str]) -> UserRecord:
         """Change the given fields; NOT_FOUND when the account is gone."""

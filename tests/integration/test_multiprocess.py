@@ -45,6 +45,7 @@ from tests.support.ws_protocol import TRANSPORT_WS, Socket
 
 #: Seconds within which a sign-out on one process closes the session's sockets on another.
 SIGN_OUT_WAIT = 5.0
+ME = "{ me { id } }"
 RECEIVED = "subscription { messageReceived { id content sender { login } } }"
 ROOM = "subscription($r: String!) { roomMessages(room: $r) { content systemMessage } }"
 
@@ -185,6 +186,24 @@ async def test_sign_out_on_a_closes_the_sessions_socket_on_b_with_4403(
 
         assert (await a.api.ok("mutation { signOut }", token=alice.token))["signOut"] is True
         assert await asyncio.wait_for(socket.close_code(), SIGN_OUT_WAIT) == 4403
+
+
+async def test_sign_out_on_a_refuses_the_token_on_b_at_the_very_next_request(
+    gateways: tuple[Gateway, Gateway, Gateway], broker: Broker, base_settings: Settings
+) -> None:
+    """B knows the session (its second request reads no ``sessions`` row); the revocation
+    published through Redis drops it there before ``signOut`` on A answers."""
+    a, b, _ = gateways
+    alice = await a.api.sign_up("cacheleaver")
+    await wait_subscribers(broker.url, _channel(base_settings, REVOCATIONS), 3)
+    assert (await b.api.call(ME, token=alice.token)).statements == 1
+    known = await b.api.call(ME, token=alice.token)
+    assert known.result["me"]["id"] and known.statements == 0
+
+    assert (await a.api.ok("mutation { signOut }", token=alice.token))["signOut"] is True
+    refused = await b.api.call(ME, token=alice.token)
+    assert refused.codes == ["UNAUTHENTICATED"]
+    assert refused.statements == 1
 
 
 async def test_sign_out_on_a_closes_sockets_authorised_by_header_or_by_mutation_on_b(

@@ -8,9 +8,13 @@ import json
 import pytest
 from aiohttp import web
 
+from devnode.redis import RedisServer
+from gateway.broker.sessions import REVOCATIONS
+from gateway.settings import Settings
 from tests.conftest import ServerFactory
 from tests.support.client import Api, unique_login
 from tests.support.fuzz.wire import address, exchange
+from tests.support.redis_helpers import private_redis, wait_subscribers
 from tests.support.ws_protocol import TRANSPORT_WS, WAIT, Socket
 
 SIGN_UP = """mutation($input: SignUpInput!) {
@@ -19,6 +23,8 @@ SIGN_UP = """mutation($input: SignUpInput!) {
 SIGN_IN = """mutation($login: String!, $password: String!) {
   signIn(login: $login, password: $password) { token user { login } }
 }"""
+__all__ = ["private_redis"]
+
 ME = "{ me { user { login email firstname } } }"
 
 
@@ -220,13 +226,19 @@ async def test_missing_user_is_null(api: Api) -> None:
     assert (await api.ok('{ user(login: "!") { login } }'))["user"] is None
 
 
-async def test_token_from_one_instance_works_on_another(api: Api, make_server: ServerFactory) -> None:
-    account = await api.sign_up("multi")
-    other_api, _ = await make_server()
+async def test_token_from_one_instance_works_on_another(
+    make_server: ServerFactory, private_redis: RedisServer, base_settings: Settings
+) -> None:
+    """Two instances over one broker, as instances are deployed: the sign-out on the other
+    reaches the session the first keeps in memory through it."""
+    first, _ = await make_server(broker_url=private_redis.url)
+    other_api, _ = await make_server(broker_url=private_redis.url)
+    await wait_subscribers(private_redis.url, f"{base_settings.keyspace}:{REVOCATIONS}", 2)
+    account = await first.sign_up("multi")
     me = await other_api.ok(ME, token=account.token)
     assert me["me"]["user"]["login"] == account.login
     await other_api.ok("mutation { signOut }", token=account.token)
-    assert (await api.error(ME, token=account.token))["extensions"]["code"] == "UNAUTHENTICATED"
+    assert (await first.error(ME, token=account.token))["extensions"]["code"] == "UNAUTHENTICATED"
 
 
 async def test_websocket_connection_init_authenticates(api: Api) -> None:

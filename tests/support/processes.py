@@ -65,6 +65,7 @@ def gateway_env(settings: Settings, port: int, **extra: str) -> dict[str, str]:
         "GATEWAY_ARGON2_MEMORY_COST_KIB": "8192",
         "GATEWAY_ARGON2_PARALLELISM": "1",
         "GATEWAY_VERIFICATION_WEBHOOK_URL": settings.verification_webhook_url,
+        "GATEWAY_SESSION_CACHE_SECONDS": str(settings.session_cache_seconds),
         # A process named a contact point is a real cluster's: /metrics wants a token there.
         "GATEWAY_METRICS_TOKEN": METRICS_TOKEN,
         **extra,
