@@ -81,8 +81,8 @@ async def main() -> None:
         rooms = RoomStore(db, settings)
         history = RoomHistory(db, settings)
         members = MemberStore(db, settings)
-        service = RoomService(db, rooms, members, history, InProcessPubSub())
         users = UserStore(db, settings)
+        service = RoomService(db, rooms, members, history, InProcessPubSub(), users)
         sessions = SessionStore(db, settings)
 
         authors = await _members(target, "author", AUTHORS)

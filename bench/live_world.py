@@ -97,7 +97,12 @@ async def prepare(
         )
     world = World(settings, db, members, broker_url=broker_url)
     service = RoomService(
-        db, RoomStore(db, settings), MemberStore(db, settings), RoomHistory(db, settings), InProcessPubSub()
+        db,
+        RoomStore(db, settings),
+        MemberStore(db, settings),
+        RoomHistory(db, settings),
+        InProcessPubSub(),
+        UserStore(db, settings),
     )
     for size in sorted(set(room_sizes)):
         name = f"live-{tag}-{size}"

@@ -10,6 +10,7 @@ from uuid import UUID
 
 from gateway.broker.codec import EventType
 from gateway.rooms.records import RoomMessageRecord, RoomRecord
+from gateway.users.records import UserProfile
 
 
 class RoomEventKind(Enum):
@@ -23,12 +24,14 @@ class RoomEventKind(Enum):
 @dataclass(frozen=True)
 class RoomEvent:
     """A message of the room (a system message for everything but ``MESSAGE``),
-    with the room as it stands right after the event and who caused it."""
+    with the room as it stands right after the event and who caused it; a posted
+    message carries its author's public profile, so that no subscriber reads it."""
 
     kind: RoomEventKind
     message: RoomMessageRecord
     room: RoomRecord
     login: str
+    author: UserProfile | None = None
 
     def ends_subscription_of(self, viewer: str) -> bool:
         """Whether ``viewer``'s subscription ends after this event: when the room is
@@ -74,6 +77,7 @@ def _event_to_json(event: RoomEvent) -> dict[str, Any]:
             "content": message.content,
             "system": message.system_message,
         },
+        "author": None if event.author is None else event.author.to_json(),
     }
 
 
@@ -92,6 +96,7 @@ def _event_from_json(data: dict[str, Any]) -> RoomEvent:
         ),
         room=room,
         login=data["login"],
+        author=None if data.get("author") is None else UserProfile.from_json(data["author"]),
     )
 
 

@@ -27,6 +27,8 @@ from gateway.rooms.member_store import MemberStore
 from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomStore
 from gateway.rooms.types import Room, RoomMessage, room_node
+from gateway.users.store import UserStore
+from gateway.users.types import User
 
 ROOMS_PAGE = 20
 USER_ROOMS_PAGE = 20
@@ -45,6 +47,7 @@ def service(context: Context) -> RoomService:
         context.store(MemberStore),
         context.store(RoomHistory),
         context.pubsub,
+        context.store(UserStore),
     )
 
 
@@ -146,8 +149,8 @@ class RoomMutation:
         viewer = await context.require_viewer()
         name, text = rules.room_name(room, "room"), rules.content(content)
         await context.rate_limit(Limit.SEND, viewer)
-        message, record = await service(context).post(viewer, name, text, client_key)
-        return RoomMessage.of(message, Room.of(record))
+        message, record, author = await service(context).post(viewer, name, text, client_key)
+        return RoomMessage.of(message, Room.of(record), None if author is None else {viewer: User.of(author)})
 
 
 @strawberry.type
@@ -234,7 +237,9 @@ async def _still_in_room(
 
 
 def _room_message(event: RoomEvent) -> RoomMessage:
-    return RoomMessage.of(event.message, Room.of(event.room))
+    author = event.author
+    authors = None if author is None else {author.login: User.of_profile(author)}
+    return RoomMessage.of(event.message, Room.of(event.room), authors)
 
 
 @strawberry.type

@@ -10,6 +10,7 @@ from gateway.rooms.member_store import MemberStore
 from gateway.rooms.service import RoomService
 from gateway.rooms.store import RoomStore
 from gateway.settings import Settings
+from gateway.users.store import UserStore
 
 DEMO_ROOMS: list[tuple[str, str, str, list[str], list[tuple[str, str]]]] = [
     (
@@ -40,7 +41,12 @@ async def seed_rooms(db: Database, settings: Settings, pubsub: PubSub) -> list[s
     """Create the demo rooms that do not exist yet (with their first messages) and make
     sure the demo users are in them; returns the names created. Their events go to ``pubsub``."""
     service = RoomService(
-        db, RoomStore(db, settings), MemberStore(db, settings), RoomHistory(db, settings), pubsub
+        db,
+        RoomStore(db, settings),
+        MemberStore(db, settings),
+        RoomHistory(db, settings),
+        pubsub,
+        UserStore(db, settings),
     )
     created = []
     for name, banner, creator, joiners, messages in DEMO_ROOMS:

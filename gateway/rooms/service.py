@@ -25,6 +25,8 @@ from gateway.rooms.history_store import RoomHistory
 from gateway.rooms.member_store import MemberStore
 from gateway.rooms.records import RoomMessageRecord, RoomRecord, UserRoom
 from gateway.rooms.store import RoomStore
+from gateway.users.records import UserProfile, UserRecord
+from gateway.users.store import UserStore
 
 #: Conditional-delete attempts before answering CONFLICT. An attempt loses only
 #: when the room was deleted and created again between our read and our
@@ -55,10 +57,17 @@ def deleted_text(login: str) -> str:
 
 class RoomService:
     def __init__(
-        self, db: Database, rooms: RoomStore, members: MemberStore, history: RoomHistory, pubsub: PubSub
+        self,
+        db: Database,
+        rooms: RoomStore,
+        members: MemberStore,
+        history: RoomHistory,
+        pubsub: PubSub,
+        users: UserStore,
     ) -> None:
         self.db = db
         self.rooms = rooms
+        self.users = users
         self.members = members
         self.history = history
         self.pubsub = pubsub
@@ -229,15 +238,19 @@ class RoomService:
 
     async def post(
         self, viewer: str, name: str, content: str, client_key: str | None = None
-    ) -> tuple[RoomMessageRecord, RoomRecord]:
-        """NOT_FOUND when the room is gone, FORBIDDEN unless the viewer is a participant.
+    ) -> tuple[RoomMessageRecord, RoomRecord, UserRecord | None]:
+        """The message, its room and its author. NOT_FOUND when the room is gone,
+        FORBIDDEN unless the viewer is a participant.
+
+        The author is read beside the room, once per post: the event carries their
+        public profile, so the room's subscribers, on every process, read nothing.
 
         With ``client_key`` the message id is claimed under (viewer, room
         incarnation, key) first (``gateway/db/idempotency.py``): a retry returns
         the stored message without announcing it again, or stores it under the
         claimed id when the first request never did.
         """
-        room = await self.rooms.get(name)
+        room, author = await asyncio.gather(self.rooms.get(name), self.users.get(viewer))
         if room is None:
             raise NotFound(f"No room '{name}'.", field="room")
         if not await self.members.is_participant(room.id, viewer):
@@ -249,10 +262,12 @@ class RoomService:
             if not claim.first:
                 stored = await self.history.message(room.name, room.id, message_id)
                 if stored is not None:
-                    return stored, room
+                    return stored, room, author
         message = await self.history.append(room.name, room.id, viewer, content, message_id=message_id)
-        await self.pubsub.publish(room_channel(name), RoomEvent(RoomEventKind.MESSAGE, message, room, viewer))
-        return message, room
+        profile = None if author is None else UserProfile.of(author)
+        event = RoomEvent(RoomEventKind.MESSAGE, message, room, viewer, profile)
+        await self.pubsub.publish(room_channel(name), event)
+        return message, room, author
 
     async def replay(self, room: RoomRecord, after: UUID) -> tuple[list[RoomEvent], Seam]:
         """What ``roomMessages(after:)`` replays before it goes live: the room's messages

@@ -33,6 +33,41 @@ class UserRecord:
 
 
 @dataclass(frozen=True)
+class UserProfile:
+    """What anyone may read of a user: no email, no password hash. An event carries its
+    author as one, so that its subscribers read nothing to show who wrote it."""
+
+    login: str
+    firstname: str
+    lastname: str
+    bio: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, record: UserRecord) -> UserProfile:
+        return cls(record.login, record.firstname, record.lastname, record.bio, record.created_at)
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "login": self.login,
+            "firstname": self.firstname,
+            "lastname": self.lastname,
+            "bio": self.bio,
+            "createdAt": self.created_at.isoformat(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, str]) -> UserProfile:
+        return cls(
+            login=data["login"],
+            firstname=data["firstname"],
+            lastname=data["lastname"],
+            bio=data["bio"],
+            created_at=datetime.fromisoformat(data["createdAt"]),
+        )
+
+
+@dataclass(frozen=True)
 class SessionRecord:
     token: str
     login: str

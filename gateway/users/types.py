@@ -26,7 +26,7 @@ from gateway.graph.plain_fields import NOT_READ, computed_field, plain_reader
 from gateway.users import rules
 from gateway.users.loaders import presence_loader, user_loader
 from gateway.users.presence import PresenceState
-from gateway.users.records import UserRecord
+from gateway.users.records import UserProfile, UserRecord
 
 
 def _user_id(self: User) -> strawberry.ID:
@@ -65,12 +65,18 @@ class User(Node):
         metadata=text_bound(rules.BIO_MAX),
     )
     created_at: datetime = strawberry.field(description="When the account was created.")
-    _email: strawberry.Private[str]
+    #: None when made from a :class:`UserProfile` (an event's author): read when asked for.
+    _email: strawberry.Private[str | None]
 
     @strawberry.field(description="Only on yourself; null for others.", metadata=viewer_dependent())
     async def email(self, info: Info) -> str | None:
-        viewer = await context_of(info).viewer()
-        return self._email if viewer == self.login else None
+        context = context_of(info)
+        if await context.viewer() != self.login:
+            return None
+        if self._email is not None:
+            return self._email
+        record = await context.loader(user_loader).load(self.login)
+        return record.email if record else None
 
     @strawberry.field(
         description="Null unless you are this user, a talk partner of theirs, or in a room with them. "
@@ -90,6 +96,18 @@ class User(Node):
             bio=record.bio,
             created_at=record.created_at,
             _email=record.email,
+        )
+
+    @classmethod
+    def of_profile(cls, profile: UserProfile) -> User:
+        """The user as an event carried them: everything but the email, read only if you are them."""
+        return cls(
+            login=profile.login,
+            firstname=profile.firstname,
+            lastname=profile.lastname,
+            bio=profile.bio,
+            created_at=profile.created_at,
+            _email=None,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import UTC, datetime
 
@@ -15,6 +16,7 @@ from gateway.messenger.records import MessageRecord
 from gateway.rooms.events import RoomEvent, RoomEventKind
 from gateway.rooms.records import RoomMessageRecord, RoomRecord
 from gateway.schema import event_codec
+from gateway.users.records import UserProfile, UserRecord
 
 
 @pytest.fixture
@@ -31,7 +33,20 @@ def _room_event(kind: RoomEventKind, author: str | None) -> RoomEvent:
         banner=None,
     )
     message = RoomMessageRecord("lobby", room.id, new_timeuuid(), author, "hi é 🎉", author is None)
-    return RoomEvent(kind, message, room, "bob")
+    profile = None if author is None else UserProfile.of(_user(author))
+    return RoomEvent(kind, message, room, "bob", profile)
+
+
+def _user(login: str) -> UserRecord:
+    return UserRecord(
+        login=login,
+        firstname="Bob",
+        lastname="Ébène",
+        email=f"{login}@example.com",
+        bio="writes 🎉",
+        created_at=datetime(2025, 5, 6, 7, 8, 9, 123000, tzinfo=UTC),
+        password_hash="$argon2id$v=19$secret",
+    )
 
 
 @pytest.mark.parametrize(
@@ -48,6 +63,24 @@ def test_round_trip(codec: EventCodec, event: object) -> None:
     data = codec.encode(event)
     assert isinstance(data, bytes)
     assert codec.decode(data) == event
+
+
+def test_a_room_event_carries_its_authors_public_profile_and_nothing_private(codec: EventCodec) -> None:
+    event = _room_event(RoomEventKind.MESSAGE, "bob")
+    data = codec.encode(event)
+    assert b"Bob" in data and b"writes" in data.decode().encode()
+    assert b"example.com" not in data and b"argon2" not in data
+    decoded = codec.decode(data)
+    assert isinstance(decoded, RoomEvent) and decoded.author == event.author
+
+
+def test_a_room_event_from_a_process_that_carried_no_author_still_decodes(codec: EventCodec) -> None:
+    event = _room_event(RoomEventKind.MESSAGE, "bob")
+    carried = codec.encode(dataclasses.replace(event, author=None))
+    older = carried.replace(b',"author":null', b"")
+    assert older != carried and b'author":null' not in older
+    decoded = codec.decode(older)
+    assert isinstance(decoded, RoomEvent) and decoded.author is None and decoded.message == event.message
 
 
 def test_an_unregistered_type_fails_in_the_publisher(codec: EventCodec) -> None:
