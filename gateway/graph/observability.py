@@ -263,16 +263,26 @@ class _Line:
         context = self.context
         user = getattr(context, "login", None)
         duration_ms = round(seconds * 1000, 3)
-        access_log.info(
+        # Made and handled as ``access_log.info`` would, without its search of the stack for
+        # the caller (no line shows it; it was a fifth of the line's cost).
+        record = access_log.makeRecord(
+            access_log.name,
+            logging.INFO,
+            __file__,
+            0,
             "%s %s %s %.1fms statements=%d user=%s requestId=%s",
-            self.kind,
-            self.name or "anonymous",
-            self.outcome,
-            duration_ms,
-            self.statements,
-            user or "-",
-            self.request_id,
-            extra={
+            (
+                self.kind,
+                self.name or "anonymous",
+                self.outcome,
+                duration_ms,
+                self.statements,
+                user or "-",
+                self.request_id,
+            ),
+            None,
+            "_log",
+            {
                 "requestId": self.request_id,
                 "operation": self.name,
                 "operationType": self.kind,
@@ -284,3 +294,4 @@ class _Line:
                 "outcome": self.outcome,
             },
         )
+        access_log.handle(record)
