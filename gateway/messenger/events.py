@@ -17,12 +17,13 @@ broker-backed :class:`~gateway.broker.pubsub.PubSub` can carry them unchanged.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Any
 
 from gateway.broker.pubsub import PubSub
 from gateway.messenger.records import MessageRecord
+from gateway.users.records import UserProfile
 
 
 def user_messages_channel(login: str) -> str:
@@ -46,8 +47,9 @@ def typing_event(sender: str, recipient: str, typing: bool, at: datetime) -> dic
     return {"from": sender, "to": recipient, "typing": typing, "at": at.isoformat()}
 
 
-async def publish_message(pubsub: PubSub, message: MessageRecord) -> None:
-    event = message.to_event()
+async def publish_message(pubsub: PubSub, message: MessageRecord, users: Iterable[UserProfile] = ()) -> None:
+    """To the channels of both users; ``users``: their public profiles, carried with it."""
+    event = message.to_event(users)
     for login in sorted({message.sender, message.recipient}):
         await pubsub.publish(user_messages_channel(login), event)
 

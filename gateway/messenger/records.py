@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from gateway.db.clock import time_of
+from gateway.users.records import UserProfile
 
 
 def conversation_id(a: str, b: str) -> str:
@@ -35,15 +37,21 @@ class MessageRecord:
     def sent_at(self) -> datetime:
         return time_of(self.id)
 
-    def to_event(self) -> dict[str, Any]:
-        """A JSON-ready form, so a broker-backed pub/sub can carry it unchanged."""
-        return {
+    def to_event(self, users: Iterable[UserProfile] = ()) -> dict[str, Any]:
+        """A JSON-ready form, so a broker-backed pub/sub can carry it unchanged; with
+        ``users`` (the sender's and recipient's public profiles), so that its subscribers
+        read nothing to show them (:func:`event_users`)."""
+        event: dict[str, Any] = {
             "id": str(self.id),
             "sender": self.sender,
             "recipient": self.recipient,
             "content": self.content,
             "clientMessageId": self.client_message_id,
         }
+        profiles = [user.to_json() for user in users]
+        if profiles:
+            event["users"] = profiles
+        return event
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> MessageRecord:
@@ -54,6 +62,11 @@ class MessageRecord:
             content=event["content"],
             client_message_id=event.get("clientMessageId"),
         )
+
+
+def event_users(event: dict[str, Any]) -> list[UserProfile]:
+    """The public profiles a message's event carries (none from a process that sent none)."""
+    return [UserProfile.from_json(user) for user in event.get("users", ())]
 
 
 @dataclass(frozen=True)

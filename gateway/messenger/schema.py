@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 import strawberry
@@ -21,13 +21,15 @@ from gateway.graph.pagination import After, Before, Connection, First, Flag, Las
 from gateway.messenger import rules
 from gateway.messenger.cursors import mark_cursor, mark_position
 from gateway.messenger.events import receipts_channel, typing_channel, user_messages_channel
-from gateway.messenger.records import MessageRecord
+from gateway.messenger.records import MessageRecord, event_users
 from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
 from gateway.messenger.types import Conversation, DirectMessage, ReadReceipt, TalkPartner, TypingEvent
 from gateway.messenger.typing import TypingExpiry
 from gateway.ratelimit.policy import Limit
 from gateway.users.loaders import user_loader
+from gateway.users.records import UserProfile
+from gateway.users.types import User
 
 TALK_PARTNERS_PAGE = 50
 
@@ -134,7 +136,10 @@ class MessengerMutation:
         text = rules.content(content)
         await context.rate_limit(Limit.SEND, sender)
         recipient = await _other_user(info, sender, to, "to")
-        sent = await service(context).send(sender, recipient, text, key)
+        # Read with the recipient's check (one statement for both): the event carries them.
+        users = await context.loader(user_loader).load_many([sender, recipient])
+        profiles = [UserProfile.of(user) for user in users if user is not None]
+        sent = await service(context).send(sender, recipient, text, key, profiles)
         return DirectMessage.of(sent.message)
 
     @strawberry.mutation(
@@ -258,5 +263,6 @@ def _every_message(event: object) -> Verdict:
     return Verdict.DELIVER if isinstance(event, dict) else Verdict.SKIP
 
 
-def _direct_message(event: dict[str, object]) -> DirectMessage:
-    return DirectMessage.of(MessageRecord.from_event(event))
+def _direct_message(event: dict[str, Any]) -> DirectMessage:
+    users = {profile.login: User.of_profile(profile) for profile in event_users(event)}
+    return DirectMessage.of(MessageRecord.from_event(event), users or None)

@@ -24,6 +24,7 @@ a failure between steps 2 and 3 heals: the client's retry with the same
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID
@@ -41,6 +42,7 @@ from gateway.messenger.events import (
 )
 from gateway.messenger.records import MessageRecord, PartnerRecord, conversation_id
 from gateway.messenger.store import MessengerStore
+from gateway.users.records import UserProfile
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,15 @@ class MessengerService:
     pubsub: PubSub | None = None
 
     async def send(
-        self, sender: str, recipient: str, content: str, client_message_id: str | None = None
+        self,
+        sender: str,
+        recipient: str,
+        content: str,
+        client_message_id: str | None = None,
+        users: Sequence[UserProfile] = (),
     ) -> Sent:
-        """Store a message, count it unread for the recipient and announce it (see the module doc)."""
+        """Store a message, count it unread for the recipient and announce it (see the module
+        doc); ``users``: the two users' public profiles, for the announcement to carry."""
         store = self.store
         message_id = new_timeuuid()
         counted = await store.unread.count_received(
@@ -75,7 +83,7 @@ class MessengerService:
         message = MessageRecord(counted.message_id, sender, recipient, content, client_message_id)
         await store.write_message(message)
         if self.pubsub is not None:
-            await publish_message(self.pubsub, message)
+            await publish_message(self.pubsub, message, users)
         return Sent(message, stored_now=True)
 
     async def replay(self, viewer: str, after: UUID) -> tuple[list[MessageRecord], Seam]:

@@ -22,10 +22,14 @@ from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api
+from tests.support.messenger import send
 from tests.support.rooms import JOIN, create_room, post
 from tests.support.ws_protocol import TRANSPORT_WS, WAIT, Socket
 
 ROOM = "subscription($r: String!) { roomMessages(room: $r) { id content postedAt author { login } } }"
+DIRECT = (
+    "subscription { messageReceived { id content sentAt sender { login firstname } recipient { login } } }"
+)
 WITH_EMAIL = "subscription($r: String!) { roomMessages(room: $r) { content author { login email } } }"
 
 
@@ -46,13 +50,13 @@ async def _metric(api: Api, name: str) -> float:
     return float(match.group(1)) if match else 0.0
 
 
-async def _subscribed(api: Api, account: Account, query: str, name: str) -> Socket:
+async def _subscribed(api: Api, account: Account, query: str, name: str | None) -> Socket:
     socket_cm = Socket.open(api, TRANSPORT_WS)
     live = await socket_cm.__aenter__()
     live._exit = socket_cm  # type: ignore[attr-defined]
     answer = await live.init(account.token)
     assert answer is not None and answer["type"] == "connection_ack"
-    await live.start(query, {"r": name})
+    await live.start(query, None if name is None else {"r": name})
     return live
 
 
@@ -86,6 +90,30 @@ async def test_every_subscriber_receives_each_event_from_one_execution(
         # The event carries its author: the twelve sockets' deliveries read nothing at all.
         spent = await _metric(api, "gateway_subscription_delivery_cql_statements") - statements
         assert spent == 0
+    finally:
+        for live in sockets:
+            await live._exit.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+
+async def test_a_direct_message_reaches_both_users_sockets_without_a_read(
+    api: Api, app: web.Application
+) -> None:
+    alice, bob = await api.sign_up("directa", firstname="Alicia"), await api.sign_up("directb")
+    hub = app[SERVICES].live
+    assert hub is not None
+    sockets = [await _subscribed(api, account, DIRECT, None) for account in (alice, bob)]
+    try:
+        await _until(lambda: all(hub.followers(f"user:{a.login}:messages") == 1 for a in (alice, bob)))
+        statements = await _metric(api, "gateway_subscription_delivery_cql_statements")
+        sent = [await send(api, alice, bob.login, f"psst {n}") for n in range(3)]
+        for live in sockets:
+            got = [(await _next(live))["data"]["messageReceived"] for _ in sent]
+            assert [m["id"] for m in got] == [m["id"] for m in sent]
+            assert {
+                (m["sender"]["login"], m["sender"]["firstname"], m["recipient"]["login"]) for m in got
+            } == {(alice.login, "Alicia", bob.login)}
+        # The event carries both users' public profiles: six deliveries, nothing read.
+        assert await _metric(api, "gateway_subscription_delivery_cql_statements") - statements == 0
     finally:
         for live in sockets:
             await live._exit.__aexit__(None, None, None)  # type: ignore[attr-defined]

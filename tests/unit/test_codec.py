@@ -57,6 +57,7 @@ def _user(login: str) -> UserRecord:
         Discovery("tel", bytes(range(32)), "carol"),
         JobKey(bytes(range(32)), "erin"),
         MessageRecord(new_timeuuid(), "alice", "bob", "hello", "key-1").to_event(),
+        MessageRecord(new_timeuuid(), "bob", "alice", "hi", None).to_event([UserProfile.of(_user("bob"))]),
     ],
 )
 def test_round_trip(codec: EventCodec, event: object) -> None:
