@@ -144,6 +144,59 @@ def case_time_of() -> None:
     line("clock.time_of (integer arithmetic)", per_call(lambda: time_of(item), 100_000))
 
 
+def case_access_line() -> None:
+    """``gateway/graph/observability.py``, ``gateway/server/logs.py``: one JSON access line."""
+    import logging
+
+    from gateway.graph import observability
+    from gateway.server.logs import JsonFormatter, RequestContext
+
+    class StdlibJson(JsonFormatter):
+        def format(self, record: logging.LogRecord) -> str:
+            entry: dict[str, Any] = {
+                "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+                "level": record.levelname,
+                "logger": record.name,
+                "message": record.getMessage(),
+            }
+            entry.update((k, v) for k, v in vars(record).items() if k in EXTRA)
+            return json.dumps(entry, default=str, ensure_ascii=False)
+
+    EXTRA = ("requestId", "operation", "operationType", "transport", "user", "durationMs", "statements")
+    extra: dict[str, object] = {"requestId": "r-1", "operation": "Conversation", "operationType": "query"}
+    extra |= {"transport": "http"}
+    extra |= {"user": "alice", "durationMs": 3.2, "statements": 4}
+    access = observability.access_log
+    saved = (access.handlers[:], access.propagate, access.level)
+    handler = logging.StreamHandler(io.StringIO())
+    handler.addFilter(RequestContext())
+    access.handlers[:], access.propagate = [handler], False
+    access.setLevel(logging.INFO)
+
+    class Context:
+        login = "alice"
+        websocket = False
+
+    record_line = observability._Line(Context(), "query", "Conversation", "ok", False, 4, 0, "r-1", [])
+    fmt = "%s %s %s %.1fms statements=%d user=%s requestId=%s"
+    try:
+        handler.setFormatter(StdlibJson())
+        line(
+            "logger.info, json.dumps, isoformat",
+            per_call(
+                lambda: access.info(fmt, "query", "Conversation", "ok", 3.2, 4, "alice", "r-1", extra=extra),
+                20_000,
+            ),
+        )
+        handler.setFormatter(JsonFormatter())
+        line(
+            "makeRecord + handle, orjson, the second kept", per_call(lambda: record_line._log(0.0032), 20_000)
+        )
+    finally:
+        access.handlers[:], access.propagate = saved[0], saved[1]
+        access.setLevel(saved[2])
+
+
 def case_crc24() -> None:
     """``gateway/db/segments.py``: the CRC-24 of a segment header."""
     from cassandra.segment import compute_crc24
@@ -334,6 +387,7 @@ CASES: dict[str, Callable[[], None]] = {
     "json": case_json,
     "datetime": case_datetime,
     "time_of": case_time_of,
+    "access_line": case_access_line,
     "crc24": case_crc24,
     "segments": case_segments,
     "gathered": case_gathered,
