@@ -111,9 +111,11 @@ class Verdict(enum.Enum):
 class LiveSink(Protocol):
     """Where one subscription's results go: a frame writer of its socket."""
 
-    def deliver(self, payload: bytes) -> bool:
+    def deliver(self, payload: bytes, made: dict[bytes, bytes] | None = None) -> bool:
         """Send one result (``{"data": ...}`` as JSON); False when the sink is closed or has
-        cut its socket off for falling behind: the subscription then ends."""
+        cut its socket off for falling behind: the subscription then ends. ``made``: what
+        was already made of this payload for other sinks of the event (a sink may keep
+        what it makes there for the next one that makes the same)."""
         ...
 
 
@@ -196,6 +198,10 @@ class Follow:
     recheck: Recheck | None = None
     #: Handed to its operation's ``park``: the hub keeps it until it ends.
     parked: bool = False
+    #: The execution it shares (plan, viewer or None) and its operation's sink, once the
+    #: hub has delivered to it (:meth:`LiveHub._group_of`).
+    group: tuple[_Plan, str | None] | None = None
+    sink: LiveSink | None = None
 
     def end(self, error: BaseException | None = None) -> None:
         if not self.ended.done():
@@ -559,16 +565,12 @@ class LiveHub:
                 continue
             if verdict is Verdict.DELIVER_THEN_END:
                 ending.append(follow)
-            operation = follow.operation
-            assert operation is not None
-            plan = operation.plan
-            if plan is None:
-                plan = operation.plan = self._plan(operation)
-            shared = plan.shared and not follow.per_viewer
-            key = (id(plan), None if shared else follow.viewer)
+            key = follow.group
+            if key is None:
+                key = self._group_of(follow)
             group = groups.get(key)
             if group is None:
-                groups[key] = (plan, [follow])
+                groups[key] = (key[0], [follow])
             else:
                 group[1].append(follow)
         delivered = statements = 0
@@ -584,9 +586,11 @@ class LiveHub:
                     result = {"data": None, "errors": [GraphQLError(str(exc), original_error=exc)]}
             statements += metrics.statements
             payload = self.encode(result, getattr(context, "request_id", ""))
+            made: dict[bytes, bytes] = {}
             for follow in members:
-                assert follow.operation is not None
-                if follow.operation.sink.deliver(payload):
+                sink = follow.sink
+                assert sink is not None
+                if sink.deliver(payload, made):
                     delivered += 1
                 else:
                     follow.end()
@@ -595,6 +599,19 @@ class LiveHub:
         if self.on_delivered is not None and delivered:
             self.on_delivered(delivered, statements)
         return len(groups), delivered, statements
+
+    def _group_of(self, follow: Follow) -> tuple[_Plan, str | None]:
+        """Which execution ``follow`` shares: its selection's plan, and the viewer unless
+        the plan reads nothing that depends on who asks. Found once per subscription."""
+        operation = follow.operation
+        assert operation is not None
+        plan = operation.plan
+        if plan is None:
+            plan = operation.plan = self._plan(operation)
+        shared = plan.shared and not follow.per_viewer
+        follow.group = (plan, None if shared else follow.viewer)
+        follow.sink = operation.sink
+        return follow.group
 
     def _plan(self, operation: LiveOperation) -> _Plan:
         key = (operation.query, operation.operation_name, _frozen(operation.variables))

@@ -90,7 +90,10 @@ class SocketSink:
         self._active = active
         self._dropped = False
 
-    def deliver(self, payload: bytes) -> bool:
+    def deliver(self, payload: bytes, made: dict[bytes, bytes] | None = None) -> bool:
+        """Write ``payload`` as this operation's result frame. ``made``: the frames made of
+        the same payload for other sinks, by message prefix: sockets whose operations share
+        an id (clients number theirs from 1) share one frame."""
         transport = self._transport
         active = self._active
         if self._dropped or transport.is_closing() or (active is not None and not active()):
@@ -98,7 +101,14 @@ class SocketSink:
         if transport.get_write_buffer_size() > self.limit:
             self._cut_off()
             return False
-        transport.write(text_frame(self._prefix + payload + b"}"))
+        if made is None:
+            transport.write(text_frame(self._prefix + payload + b"}"))
+            return True
+        prefix = self._prefix
+        frame = made.get(prefix)
+        if frame is None:
+            frame = made[prefix] = text_frame(prefix + payload + b"}")
+        transport.write(frame)
         return True
 
     def parked(self) -> None:

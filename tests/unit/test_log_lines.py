@@ -25,7 +25,7 @@ def _record(**extra: object) -> logging.LogRecord:
 @pytest.mark.parametrize(
     "created",
     [1_700_000_000.0, 1_700_000_000.9999996, 1_700_000_000.0009996, 1_700_000_002.0005, 1_700_000_059.999]
-    + [1_700_000_000 + random.Random(7).random() * 86_400 for _ in range(200)],
+    + [1_700_000_000 + random.Random(7).random() * 86_400 for _ in range(40)],
 )
 def test_the_time_is_what_isoformat_writes(created: float) -> None:
     record = _record()
