@@ -12,6 +12,7 @@ from gateway.db import clock
 from gateway.db.timeline import Position
 from gateway.errors import BadUserInput
 from gateway.graph import validation
+from gateway.graph.node import global_id, parse_global_id
 from gateway.graph.pagination import decode_cursor, decode_position, encode_cursor, position_cursor
 
 
@@ -23,6 +24,17 @@ def test_position_cursors_round_trip_and_are_url_safe() -> None:
     assert decode_position(cursor) == position
     assert decode_position(cursor.rstrip("=")) == position
     assert decode_position(None) is None
+
+
+def test_position_cursors_and_global_ids_are_the_base64_they_always_were() -> None:
+    for n in range(2000):
+        item = clock.new_timeuuid()
+        position = Position(bucket=n * 10_007, item_id=item)
+        packed = (n * 10_007).to_bytes(8, "big") + item.bytes
+        assert position_cursor(position) == base64.urlsafe_b64encode(packed).decode()
+        parts = ("DirectMessage", f"user{n}:user{n + 1}", str(item))
+        assert global_id(*parts) == base64.b64encode(":".join(parts).encode()).decode()
+        assert parse_global_id(global_id(*parts)) == (parts[0], ":".join(parts[1:]))
 
 
 @pytest.mark.parametrize(
