@@ -20,7 +20,9 @@ the process's :class:`LiveHub` follows each channel once, and for each event
    writes it to its socket as one frame (``gateway/http/live.py``).
 
 So a delivery costs a frame write; CQL runs per event and group, never per
-subscriber. A subscription without a sink (a transport that is not a socket of
+subscriber, and only for what the event does not carry (a room's or a direct
+message's event carries its users' public profiles: a selection of the message,
+its room and its users reads nothing). A subscription without a sink (a transport that is not a socket of
 this gateway) receives its events through its resolver instead, one execution
 each, with the same verdicts: :meth:`Follow.events` yields them.
 
