@@ -12,12 +12,14 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from gateway.broker.pubsub import BrokerState, publishing
+from gateway.broker.pubsub import FELL_BEHIND, BrokerState, BrokerUnavailable, publishing
 from gateway.tracing import Tracer
 
 log = logging.getLogger(__name__)
 
 _CLOSED = object()
+#: Queue marker: the subscriber fell too far behind (its backlog was dropped).
+_BEHIND = object()
 
 
 class InProcessPubSub:
@@ -25,7 +27,8 @@ class InProcessPubSub:
 
     Each subscriber has a bounded queue. A subscriber that falls more than
     ``queue_size`` messages behind is ended rather than allowed to grow memory
-    without bound; its client sees the subscription complete and resubscribes.
+    without bound: its backlog is dropped and it ends with ``BrokerUnavailable``
+    (:data:`~gateway.errors.FELL_BEHIND`), so its clients resume from their last event.
     """
 
     def __init__(self, queue_size: int = 1000) -> None:
@@ -61,7 +64,7 @@ class InProcessPubSub:
                 queue.put_nowait(item)
             except asyncio.QueueFull:
                 log.warning("subscriber of %s fell behind; ending its subscription", channel)
-                self._end(channel, queue)
+                self._end(channel, queue, _BEHIND)
 
     def close(self, channel: str) -> None:
         """End every subscription of ``channel`` (after what was already published)."""
@@ -71,15 +74,15 @@ class InProcessPubSub:
     def subscriber_count(self, channel: str) -> int:
         return len(self._subscribers.get(channel, ()))
 
-    def _end(self, channel: str, queue: asyncio.Queue[Any]) -> None:
+    def _end(self, channel: str, queue: asyncio.Queue[Any], marker: object = _CLOSED) -> None:
         self._discard(channel, queue)
         with contextlib.suppress(asyncio.QueueFull):
-            queue.put_nowait(_CLOSED)
+            queue.put_nowait(marker)
             return
         # Full: drop the backlog so the end marker fits.
         while not queue.empty():
             queue.get_nowait()
-        queue.put_nowait(_CLOSED)
+        queue.put_nowait(marker)
 
     def _discard(self, channel: str, queue: asyncio.Queue[Any]) -> None:
         subscribers = self._subscribers.get(channel)
@@ -99,6 +102,8 @@ class InProcessPubSub:
                 item = await queue.get()
                 if item is _CLOSED:
                     return
+                if item is _BEHIND:
+                    raise BrokerUnavailable(FELL_BEHIND)
                 message, at = item
                 if self.lag_listener is not None:
                     self.lag_listener(time.monotonic() - at)

@@ -16,7 +16,11 @@ from typing import Any, Literal, Protocol
 from gateway.errors import BrokerUnavailable
 from gateway.tracing import Span, SpanKind, Tracer
 
-__all__ = ["BrokerState", "BrokerUnavailable", "PubSub", "publishing"]
+#: Why a subscription ends when its process's reader of a channel fell too far behind
+#: the channel's events: the backlog is dropped, and the client catches up by resuming.
+FELL_BEHIND = "Live updates fell behind; resubscribe with `after:` your last event to catch up."
+
+__all__ = ["FELL_BEHIND", "BrokerState", "BrokerUnavailable", "PubSub", "publishing"]
 
 #: ``in-process``: no broker; ``ok``: the broker answers; ``degraded``: some shards of a Redis
 #: Cluster answer, not all (their channels are unavailable); ``unreachable``: it does not (yet).

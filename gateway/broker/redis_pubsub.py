@@ -66,7 +66,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
 from gateway.broker.codec import EventCodec, UnknownEvent
-from gateway.broker.pubsub import BrokerState, BrokerUnavailable, publishing
+from gateway.broker.pubsub import FELL_BEHIND, BrokerState, BrokerUnavailable, publishing
 from gateway.broker.redis_client import (
     BoundedCluster,
     BrokerClient,
@@ -91,6 +91,8 @@ class _Lost:
 
 _LOST = _Lost()
 _END = object()
+#: Queue marker: the subscriber fell too far behind (its backlog was dropped).
+_BEHIND = object()
 
 _Queue = asyncio.Queue[Any]
 
@@ -277,6 +279,8 @@ class RedisPubSub:
                         return
                     if item is _LOST:
                         raise BrokerUnavailable()
+                    if item is _BEHIND:
+                        raise BrokerUnavailable(FELL_BEHIND)
                     message, at = item
                     if at is not None and self.lag_listener is not None:
                         self.lag_listener(max(0.0, time.time() - at))
@@ -347,7 +351,7 @@ class RedisPubSub:
                 queue.put_nowait(item)
             except asyncio.QueueFull:
                 log.warning("subscriber of %s fell behind; ending its subscription", channel)
-                self._end(channel, queue, _END)
+                self._end(channel, queue, _BEHIND)
 
     def _end(self, channel: str, queue: _Queue, marker: object) -> None:
         self._discard(channel, queue)

@@ -13,15 +13,19 @@ import asyncio
 import contextlib
 from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
 from gql.transport.exceptions import TransportQueryError
 
 from devnode.redis import RedisServer
+from gateway.broker.pubsub import FELL_BEHIND
 from gateway.broker.redis_client import CLOSE_TIMEOUT, close_within
 from gateway.broker.redis_pubsub import RedisPubSub
 from gateway.broker.sessions import REVOCATIONS
+from gateway.errors import BrokerUnavailable
 from gateway.messenger.events import user_messages_channel
+from gateway.schema import event_codec
 from gateway.server.app import SERVICES
 from gateway.settings import Settings
 from tests.support.broker import _broker_state, _readyz, _received
@@ -132,3 +136,31 @@ async def test_a_close_that_never_ends_is_given_up_after_its_bound() -> None:
     started = loop.time()
     await close_within(never.wait(), "a connection that never closes")
     assert CLOSE_TIMEOUT <= loop.time() - started < CLOSE_TIMEOUT + 1
+
+
+async def test_a_subscriber_that_falls_behind_through_redis_ends_with_unavailable(
+    private_redis: RedisServer,
+) -> None:
+    """Past its bound of queued events, a process's subscriber of a channel (the live hub's
+    reader, for all the channel's sockets of the process) has its backlog dropped and ends
+    with UNAVAILABLE saying how to catch up; another subscriber of the channel keeps going."""
+    pubsub = RedisPubSub(private_redis.url, event_codec(), namespace="behind", queue_size=3)
+    await pubsub.start()
+    try:
+        await asyncio.wait_for(pubsub.connected(), WAIT)
+        async with pubsub.subscribe("c") as slow, pubsub.subscribe("c") as keeping_up:
+            received = []
+            for n in range(6):
+                await pubsub.publish("c", {"n": n})
+                received.append(await asyncio.wait_for(anext(keeping_up), WAIT))
+            assert received == [{"n": n} for n in range(6)]
+            backlog = []  # what is left of it before the end: in order, never past the bound
+            with pytest.raises(BrokerUnavailable) as ended:
+                while True:
+                    backlog.append(await asyncio.wait_for(anext(slow), WAIT))
+            assert str(ended.value) == FELL_BEHIND
+            assert len(backlog) <= 3 and backlog == sorted(backlog, key=lambda event: event["n"])
+            await pubsub.publish("c", {"n": 6})
+            assert await asyncio.wait_for(anext(keeping_up), WAIT) == {"n": 6}
+    finally:
+        await pubsub.aclose()
