@@ -31,11 +31,13 @@ class LogWatch(logging.Handler):
         self.known = 0
 
     def emit(self, record: logging.LogRecord) -> None:
-        error = record.exc_info[1] if record.exc_info is not None else None
+        # ``exc_info`` is a tuple, None, or False (asyncio's handler passes False when its
+        # context holds no exception).
+        error = record.exc_info[1] if record.exc_info else None
         if error is not None and (record.name, type(error).__name__) in KNOWN:
             self.known += 1
             return
-        if record.exc_info is not None or record.levelno >= logging.ERROR:
+        if error is not None or record.levelno >= logging.ERROR:
             self.records.append(record)
 
     def take(self) -> list[str]:
@@ -43,7 +45,7 @@ class LogWatch(logging.Handler):
         found = []
         for record in self.records:
             line = f"{record.name} {record.levelname}: {record.getMessage()}"
-            if record.exc_info is not None and record.exc_info[1] is not None:
+            if record.exc_info and record.exc_info[1] is not None:
                 line += f" [{type(record.exc_info[1]).__name__}: {record.exc_info[1]}]"
             found.append(line[:500])
         self.records.clear()
