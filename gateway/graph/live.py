@@ -284,9 +284,15 @@ class Follow:
                 return
         while True:
             getter = asyncio.ensure_future(self.queue.get())
-            done, _ = await asyncio.wait({getter, self.ended}, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                done, _ = await asyncio.wait({getter, self.ended}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                # Closed or cancelled while waiting (the client went away), the getter must
+                # not be left pending: a pending task collected with its queue is logged as
+                # destroyed.
+                if not getter.done():
+                    getter.cancel()
             if getter not in done:
-                getter.cancel()
                 error = self.ended.result()
                 if error is not None:
                     raise error
