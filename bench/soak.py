@@ -86,6 +86,12 @@ class Window:
     rss_mib: list[float] = field(default_factory=list)
     fds: list[int] = field(default_factory=list)
     late_ms: float = 0.0
+    #: The first thing each kind of error said (its message, the kind of request it was).
+    said: dict[str, str] = field(default_factory=dict)
+
+    def error(self, name: str, said: str) -> None:
+        self.errors[name] += 1
+        self.said.setdefault(name, said[:300])
 
     @property
     def seconds(self) -> float:
@@ -135,10 +141,10 @@ class Soak:
             async with asyncio.timeout(TIMEOUT):
                 status, body = await self.client.post(query, variables, token)
         except TimeoutError:
-            window.errors["timeout"] += 1
+            window.error("timeout", f"{kind}: no answer within {TIMEOUT} s")
             return
         except (HttpError, OSError) as error:
-            window.errors[type(error).__name__] += 1
+            window.error(type(error).__name__, f"{kind}: {error}")
             return
         self._tally(window, kind, started, status, body)
 
@@ -149,9 +155,10 @@ class Soak:
         errors = body.get("errors") or []
         if errors:
             for error in errors:
-                window.errors[str((error.get("extensions") or {}).get("code") or "no code")] += 1
+                code = str((error.get("extensions") or {}).get("code") or "no code")
+                window.error(code, f"{kind}: {error.get('message')}")
         elif status != 200:
-            window.errors[f"HTTP {status}"] += 1
+            window.error(f"HTTP {status}", f"{kind}: {body}")
 
     async def request(self, kind: str) -> None:
         viewer, other = self._pair()
@@ -197,10 +204,10 @@ class Soak:
             ):
                 status, body = response.status, await response.json(content_type=None)
         except TimeoutError:
-            window.errors["timeout"] += 1
+            window.error("timeout", f"upload: no answer within {TIMEOUT} s")
             return
         except (aiohttp.ClientError, OSError, ValueError) as error:
-            window.errors[type(error).__name__] += 1
+            window.error(type(error).__name__, f"upload: {error}")
             return
         self._tally(window, "upload", started, status, body)
 
@@ -219,7 +226,7 @@ class Soak:
                 self.arrivals,
             )  # fmt: skip
         except (OSError, TimeoutError) as error:
-            self.window.errors[f"socket {type(error).__name__}"] += 1
+            self.window.error(f"socket {type(error).__name__}", f"subscribing: {error}")
             return
         self.sockets.append(socket)
         self.window.opened += 1
@@ -304,9 +311,12 @@ def summary(windows: list[Window]) -> list[str]:
     ]
     p99_first, p99_last = pct(first.latencies_ms, 0.99), pct(last.latencies_ms, 0.99)
     errors: Counter[str] = Counter()
+    said: dict[str, str] = {}
     by_kind: dict[str, list[float]] = {}
     for w in windows:
         errors.update(w.errors)
+        for name, text in w.said.items():
+            said.setdefault(name, f"window {w.index}, {text}")
         for kind, values in w.by_kind.items():
             by_kind.setdefault(kind, []).extend(values)
     kinds_p99 = ", ".join(f"{kind} {pct(values, 0.99):.0f}" for kind, values in sorted(by_kind.items()))
@@ -315,6 +325,7 @@ def summary(windows: list[Window]) -> list[str]:
         + ", ".join(growth),
         f"- p99 drift from the first window to the last: {(p99_last - p99_first) / p99_first:+.1%}",
         f"- errors in all: {dict(errors) or 'none'}",
+        *(f"  - {name}, the first: {text}" for name, text in said.items()),
         f"- p99 ms by kind over the whole run: {kinds_p99}",
         f"- the schedule fell behind by up to {max(w.late_ms for w in windows):.0f} ms",
     ]
