@@ -6,7 +6,7 @@ the server's log for a client that merely went away."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, cast
 
 import pytest
@@ -20,8 +20,9 @@ def _getters(before: frozenset[asyncio.Task[Any]] = frozenset()) -> list[asyncio
     return [task for task in tasks if getattr(task.get_coro(), "__qualname__", "") == "Queue.get"]
 
 
-async def _following() -> tuple[Follow, AsyncGenerator[Any, None], frozenset[asyncio.Task[Any]]]:
-    """A subscription that delivered its first event; the queue waits there were before it."""
+async def _waiting() -> tuple[Follow, asyncio.Future[Any], asyncio.Task[Any]]:
+    """A subscription that delivered its first event and now waits for the next: the wait,
+    and the task getting that next event from its queue."""
     before = frozenset(_getters())
     follow = Follow(hub=cast(Any, None), channel="room:r", operation=None)
     await follow.go_live(lambda _: Verdict.DELIVER, lambda event: {"event": event}, viewer=None, token=None)
@@ -29,41 +30,34 @@ async def _following() -> tuple[Follow, AsyncGenerator[Any, None], frozenset[asy
     follow.queue.put_nowait(1)
     events = cast(AsyncGenerator[Any, None], follow.events())
     assert await anext(events) == {"event": 1}
-    return follow, events, before
-
-
-async def test_cancelled_while_waiting_it_leaves_no_getter_pending() -> None:
-    _, events, before = await _following()
     waiting = asyncio.ensure_future(anext(events))
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0)  # one turn of the loop: the wait starts and creates its getter
     (getter,) = _getters(before)
-    waiting.cancel()
-    with pytest.raises(asyncio.CancelledError):
+    return follow, waiting, getter
+
+
+@pytest.mark.parametrize(
+    ("end", "raised"),
+    [
+        (lambda follow, waiting: waiting.cancel(), asyncio.CancelledError),  # the client went away
+        (lambda follow, waiting: follow.end(), StopAsyncIteration),  # the subscription ended
+    ],
+    ids=["cancelled", "ended"],
+)
+async def test_a_wait_that_ends_leaves_no_getter_pending(
+    end: Callable[[Follow, asyncio.Future[Any]], Any], raised: type[BaseException]
+) -> None:
+    follow, waiting, getter = await _waiting()
+    end(follow, waiting)
+    with pytest.raises(raised):
         await waiting
     await asyncio.sleep(0)
     assert getter.cancelled()
-    assert not _getters(before)
-
-
-async def test_ended_while_waiting_it_stops_and_leaves_no_getter_pending() -> None:
-    follow, events, before = await _following()
-    waiting = asyncio.ensure_future(anext(events))
-    await asyncio.sleep(0.01)
-    (getter,) = _getters(before)
-    follow.end()
-    with pytest.raises(StopAsyncIteration):
-        await waiting
-    await asyncio.sleep(0)
-    assert getter.cancelled()
-    assert not _getters(before)
 
 
 async def test_an_event_that_arrives_while_waiting_is_delivered() -> None:
-    follow, events, before = await _following()
-    waiting = asyncio.ensure_future(anext(events))
-    await asyncio.sleep(0.01)
+    follow, waiting, getter = await _waiting()
     assert follow.queue is not None
     follow.queue.put_nowait(2)
     assert await waiting == {"event": 2}
-    await events.aclose()
-    assert not _getters(before)
+    assert getter.done() and not getter.cancelled()
