@@ -25,22 +25,24 @@ version it was checked against, the test that holds it to the original, and the 
 that turns it off.
 
 1. graphql-core's ``Executor`` methods marked private: ``execute_fields``,
-   ``execute_field``, ``execute_root_grouped_field_set``, ``build_response``,
-   ``collect_subfields`` (a three-item ``CollectedFields``), ``settle_in_background``,
+   ``execute_field``, ``execute_root_grouped_field_set``, ``collect_subfields`` (a
+   three-item ``CollectedFields``), ``settle_in_background``, ``track_async_work``,
    its ``async_helpers``; ``GroupedFieldSet``, ``FieldDetails``; Strawberry's
    unexported ``StrawberryGraphQLCoreExecutionContext`` -- the plain-field executor
    (``gateway/graph/plain_fields.py``), installed through ``execution_context_class``.
 
    - why: a plain field is read and serialised in place instead of through a resolve
      info, a resolver and ``complete_value`` each, whole plain subtrees with it, from
-     plans compiled once per document (c95e1e0, 74b6f8c, ca4d8bb); the executor lets go
-     of its helpers, so a request is no reference cycle (03ebc32); introspection runs on
-     a worker thread, not on the loop (f5edc5c). Numbers: ``bench/NOTES.md``,
+     plans compiled once per document (c95e1e0, 74b6f8c, ca4d8bb); the executor's
+     resolver-info helpers hold it weakly, so no execution is a reference cycle (03ebc32;
+     live deliveries', subscriptions' and cancelled requests' too since); introspection
+     runs on a worker thread, not on the loop (f5edc5c). Numbers: ``bench/NOTES.md``,
      gateway/graph/plain_fields.py.
    - pinned: graphql-core 3.3.2, strawberry-graphql 0.341.2 (``execute_fields``'s source
      is fingerprinted: the fast path's loop follows it).
    - test: ``tests/integration/test_plain_fields.py`` (edge and domain corpora, byte for byte against
-     the reference executor), ``tests/unit/test_introspection_cost.py``, ``tests/integration/test_heap.py``.
+     the reference executor), ``tests/unit/test_introspection_cost.py``, ``tests/integration/test_heap.py``,
+     ``tests/integration/test_live_memory.py``.
    - off: ``GATEWAY_PLAIN_FIELDS=0``.
 
 2. Strawberry's ``_get_basic_result`` (the name of the resolver it makes for a field with
@@ -147,7 +149,7 @@ that turns it off.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import graphql
@@ -156,7 +158,6 @@ from graphql import GraphQLInt, GraphQLResolveInfo, GraphQLSchema
 from graphql.execution import Executor
 from graphql.execution import collect_fields as graphql_collect_fields
 from graphql.execution.collect_fields import CollectedFields, FieldDetailsList, GroupedFieldSet
-from graphql.execution.incremental import IncrementalExecutor
 from graphql.execution.middleware import MiddlewareManager
 from strawberry import dataloader as strawberry_dataloader
 from strawberry.dataloader import Batch, DataLoader, DefaultCache, LoaderTask, get_current_batch
@@ -201,6 +202,7 @@ __all__ = [
     "settle_in_background",
     "strawberry_definition",
     "subfields",
+    "track_async_work",
     "validate_document",
 ]
 
@@ -241,7 +243,6 @@ REACHES: tuple[tuple[object, str, str], ...] = (
     ),
     (Executor, "execute_fields", "source 1427193778eb"),
     (Executor, "execute_field", "(self, parent_type, source, field_details_list, path, position_context)"),
-    (IncrementalExecutor, "build_response", "(self, data)"),
     (Executor, "collect_subfields", "(self, return_type, field_details_list) -> CollectedFields"),
     (
         graphql_collect_fields,
@@ -252,6 +253,7 @@ REACHES: tuple[tuple[object, str, str], ...] = (
     (graphql_collect_fields, "GroupedFieldSet", "attribute"),
     (graphql_collect_fields, "FieldDetailsList", "attribute"),
     (Executor, "settle_in_background", "(self, awaitables)"),
+    (Executor, "track_async_work", "(self, values)"),
     (Executor, "async_helpers", "instance attribute"),
     (Executor, "middleware_manager", "instance attribute"),
     (Executor, "schema", "instance attribute"),
@@ -377,6 +379,12 @@ def settle_in_background(executor: Executor[Any], awaitables: list[Awaitable[Any
     """Let the awaitables of a selection abandoned by an error finish (their errors seen)
     without waiting for them, as graphql-core's ``execute_fields`` does."""
     executor.settle_in_background(awaitables)
+
+
+def track_async_work(executor: Executor[Any], values: Sequence[Any]) -> None:
+    """What a resolver's ``info.async_helpers.track`` does: settle the awaitables among
+    ``values`` in the background, as part of the executor's work."""
+    executor.track_async_work(values)
 
 
 def runs_middleware(executor: Executor[Any]) -> bool:

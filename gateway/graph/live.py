@@ -149,6 +149,10 @@ class LiveOperation:
         #: The hub's plan of the selection, once an event was delivered (found once, not per event).
         self.plan: _Plan | None = None
 
+    def unparked(self, _: asyncio.Future[Any]) -> None:
+        """The parked follow ended."""
+        self.parked = None
+
 
 @dataclass(frozen=True)
 class Recheck:
@@ -266,6 +270,8 @@ class Follow:
             if operation.park is not None and not self.ended.done():
                 self.parked = True
                 operation.parked = self
+                # Each holds the other: let go once it ends, for reference counting to free both.
+                self.ended.add_done_callback(operation.unparked)
                 operation.park(self)
                 return
             error = await self.ended
@@ -442,8 +448,10 @@ class LiveHub:
             state.follows.discard(follow)
             if not state.follows and self._channels.get(channel) is state:
                 del self._channels[channel]
-                if state.reader is not None:
-                    state.reader.cancel()
+                # Let go of the reader: its cancellation's traceback holds the state.
+                reader, state.reader = state.reader, None
+                if reader is not None:
+                    reader.cancel()
 
     def rechecking(self) -> None:
         """Make sure the periodic recheck runs (while any follow has something to recheck)."""

@@ -40,9 +40,11 @@ uses of them is reached through :mod:`gateway.graph.executor_internals`.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from functools import partial
 from operator import attrgetter
 from types import CoroutineType, GeneratorType
 from typing import Any
@@ -52,7 +54,6 @@ import strawberry
 from graphql import (
     GRAPHQL_MAX_INT,
     GRAPHQL_MIN_INT,
-    ExecutionResult,
     GraphQLBoolean,
     GraphQLEnumType,
     GraphQLID,
@@ -82,6 +83,7 @@ from gateway.graph.executor_internals import (
     settle_in_background,
     strawberry_definition,
     subfields,
+    track_async_work,
 )
 
 #: The field metadata key of a plain reader.
@@ -446,24 +448,37 @@ def _is_introspection(details: FieldDetailsList) -> bool:
     return details[0].node.name.value in ("__schema", "__type")
 
 
-def _finished(*_: Any) -> Any:
-    raise RuntimeError("this operation's execution has finished")
+def _gather(values: Sequence[Awaitable[Any]]) -> Awaitable[list[Any]]:
+    """graphql-core's ``gather_async_work``, which reads nothing of its executor."""
+    return gather_with_cancel(*values)
 
 
-#: The resolver-info helpers of an executor whose response is built.
-_FINISHED = GraphQLResolveInfoHelpers(gather=_finished, track=_finished)
+def _track(executor: weakref.ref[StrawberryExecutor], values: Sequence[Any]) -> None:
+    """graphql-core's ``track_async_work`` of ``executor``, while it runs."""
+    alive = executor()
+    if alive is None:
+        raise RuntimeError("this operation's execution has finished")
+    track_async_work(alive, values)
+
+
+def _helpers_of(executor: StrawberryExecutor) -> GraphQLResolveInfoHelpers:
+    """Resolver-info helpers that hold ``executor`` weakly: graphql-core's are its bound
+    methods, which it holds, a reference cycle."""
+    return GraphQLResolveInfoHelpers(gather=_gather, track=partial(_track, weakref.ref(executor)))
 
 
 class PlainFieldsExecutor(StrawberryExecutor):
     """Strawberry's executor, with plain fields of a selection set produced in place.
 
-    Once its response is built it lets go of its resolver-info helpers: they are
-    methods of the executor, which holds them, and that reference cycle kept the
-    whole request (context, loaders, futures, records: about 200 objects for a
-    page of posts) alive until the cyclic garbage collector found it."""
+    Its resolver-info helpers hold it weakly. graphql-core's are methods of the
+    executor, which holds them: that reference cycle kept the whole request (context,
+    loaders, futures, records: about 200 objects for a page of posts) alive until
+    the cyclic garbage collector found it, and so a live delivery's execution, and a
+    subscription's, and a request cancelled before its response was built."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.async_helpers = _helpers_of(self)
         self._plans: dict[int, tuple[GroupedFieldSet, _Plan | None]] = {}
         self._shared = _shared_plans(self.schema, self.operation, self.fragment_definitions)
         self._plain_allowed = not runs_middleware(self)
@@ -513,12 +528,6 @@ class PlainFieldsExecutor(StrawberryExecutor):
             other = execute(root_type, root_value, rest, False, None)
             answered.update(await other if self.is_awaitable(other) else other)
         return {key: answered[key] for key in grouped_field_set if key in answered}
-
-    def build_response(self, data: dict[str, Any] | None) -> Any:
-        result = super().build_response(data)
-        if type(result) is ExecutionResult:  # not an incremental result still being delivered
-            self.async_helpers = _FINISHED
-        return result
 
     def _plan_of(self, parent_type: GraphQLObjectType, grouped_field_set: GroupedFieldSet) -> _Plan | None:
         """The selection set's plan, made once per request; None when nothing in it is plain.

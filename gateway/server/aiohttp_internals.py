@@ -23,7 +23,9 @@ in ``pyproject.toml``), listed in :data:`REACHES` and checked by
 
 - private: ``AppRunner._make_server`` (overridden: the ``Server`` it returns is rebuilt as a
   :class:`DeadlineServer`), ``Server._loop`` and ``Server._kwargs`` (the event loop and the
-  handler arguments the rebuilt server hands each connection's handler);
+  handler arguments the rebuilt server hands each connection's handler),
+  ``RequestHandler._data_received_cb`` (a WebSocket's heartbeat callback, let go of once the
+  connection is lost);
 - public but undocumented, overridden or called: ``Server.__call__`` (the protocol factory),
   ``Server.request_factory`` (wrapped: a request is made once its head is parsed),
   ``RequestHandler.connection_made``, ``.data_received``, ``.connection_lost``,
@@ -73,6 +75,7 @@ REACHES: tuple[tuple[object, str, str], ...] = (
     (RequestHandler, "finish_response", "(self, request, resp, start_time)"),
     (RequestHandler, "force_close", "(self)"),
     (RequestHandler, "log_exception", "(self, args, kw)"),
+    (RequestHandler, "_data_received_cb", "instance attribute"),
 )
 
 log = logging.getLogger(__name__)
@@ -120,10 +123,13 @@ class DeadlineRequestHandler(RequestHandler):
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._disarm()
-        # The body's reader points back at this handler: let the pair go with the
-        # connection rather than wait for the cycle collector.
+        # The body's reader points back at this handler, and so does a WebSocket's heartbeat
+        # (aiohttp keeps its callback for the data received, the socket holds the request
+        # and the request this handler): let them go with the connection rather than wait
+        # for the cycle collector.
         self._body = None
         super().connection_lost(exc)
+        self._data_received_cb = None
 
     def head_received(self, body: StreamReader) -> None:
         """The head was parsed: its request, whose body is ``body``, is being handled."""

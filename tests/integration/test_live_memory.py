@@ -21,15 +21,19 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from aiohttp import web
 
+from gateway.graph.context import Context
 from gateway.graph.live import Follow, LiveOperation
+from gateway.graph.plain_fields import PlainFieldsExecutor
 from gateway.http.live import SocketSink
 from gateway.http.websocket import SessionSocket, TransportWSHandler
 from gateway.rooms.events import room_channel
 from gateway.server.app import SERVICES, SOCKETS
 from tests.conftest import ServerFactory
 from tests.support.client import Account, Api
+from tests.support.memory import cyclic_garbage
 from tests.support.rooms import JOIN, POST, create_room
 from tests.support.ws_protocol import WAIT
 
@@ -61,8 +65,12 @@ async def _until(predicate: Any) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _sockets(api: Api, accounts: list[Account], room: str) -> AsyncIterator[None]:
-    """Subscribed sockets of ``accounts`` in another process, open while the block runs."""
+async def _sockets(
+    api: Api, accounts: list[Account], room: str, *, killed: bool = False
+) -> AsyncIterator[None]:
+    """Subscribed sockets of ``accounts`` in another process, open while the block runs;
+    closed after it as their protocol says, or (``killed``) without a word: the process
+    killed, its connections reset by the kernel."""
     client = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -84,8 +92,11 @@ async def _sockets(api: Api, accounts: list[Account], room: str) -> AsyncIterato
         assert line.strip() == b"ready", line
         yield
     finally:
-        client.stdin.write(b"\n")
-        await client.stdin.drain()
+        if killed:
+            client.kill()
+        else:
+            client.stdin.write(b"\n")
+            await client.stdin.drain()
         await asyncio.wait_for(client.wait(), WAIT)
 
 
@@ -242,3 +253,97 @@ async def test_ten_bursts_of_deliveries_leave_the_heap_where_the_first_left_it(
     assert rss[-1] <= rss[0] * (1 + BURST_GROWTH), (
         f"RSS {rss[0]} KiB after the first burst, {rss[-1]} KiB after"
     )
+
+
+#: Sockets subscribed and messages delivered to them while the collector watches.
+CYCLE_SOCKETS = 10
+CYCLE_MESSAGES = 5
+#: The libraries whose objects the gateway's side of a socket is made of. The test's own
+#: clients, gql and aiohttp's client, leave cycles of their own and are not looked at, nor
+#: is graphql-core's parser and printer, which gql runs for every request (the gateway
+#: parses a document once).
+SOCKET_SIDE = (
+    "gateway.",
+    "strawberry.",
+    "graphql.",
+    "aiohttp.web",
+    "aiohttp._websocket",
+    "aiohttp.http_writer",
+)
+NOT_SOCKET_SIDE = ("graphql.language.",)
+
+
+@pytest.mark.parametrize("ending", ["closed", "killed"])
+async def test_subscribed_sockets_and_their_deliveries_leave_no_cycles_behind(
+    make_server: ServerFactory, ending: str
+) -> None:
+    """A socket's objects, its subscription's and each delivery's execution are freed by
+    reference counting when they end, however the socket ends: left in reference cycles
+    they wait for a full collection, which may be minutes away, and the arenas they fill
+    meanwhile are not given back (``bench/NOTES.md``, Soak). ``killed``: the client's
+    connections reset while messages are still being posted and delivered to them.
+
+    On the gateway's fast paths, as ``tests/integration/test_heap.py``: graphql-core's own
+    executor holds its helpers in a cycle, the driver's thread reactor each request's timer."""
+    api, app = await make_server(rate_sends="off", cassandra_io="loop", direct_reads=True, plain_fields=True)
+    hub = app[SERVICES].live
+    counts = app[SOCKETS]
+    assert hub is not None
+    sender, *listeners = [await api.sign_up("cyc") for _ in range(1 + CYCLE_SOCKETS)]
+    room = await create_room(api, sender)
+    for account in listeners:
+        await api.ok(JOIN, {"n": room}, token=account.token)
+    channel = room_channel(room)
+    delivered = 0
+    counted = hub.on_delivered
+
+    def count(deliveries: int, statements: int) -> None:
+        nonlocal delivered
+        delivered += deliveries
+        if counted is not None:
+            counted(deliveries, statements)
+
+    hub.on_delivered = count
+
+    async def post_and_deliver(number: int) -> None:
+        start = delivered
+        await api.ok(POST, {"r": room, "c": f"message {number}"}, token=sender.token)
+        await _until(lambda: delivered - start == CYCLE_SOCKETS)
+
+    stop = asyncio.Event()
+
+    async def subscribed_and_delivered(killed: bool) -> None:
+        async with _sockets(api, listeners, room, killed=killed):
+            await _until(lambda: hub.followers(channel) == CYCLE_SOCKETS and counts.parked == CYCLE_SOCKETS)
+            for number in range(CYCLE_MESSAGES):
+                await post_and_deliver(number)
+            if killed:  # posted on while the connections are reset
+                posting = asyncio.create_task(_post_on(api, sender, room, stop))
+        if killed:
+            await _until(lambda: counts.total == 0)
+            stop.set()  # after its request in flight: a request its client abandons is no socket's
+            await posting
+        await _until(lambda: counts.total == 0 and hub.followers(channel) == 0)
+
+    await subscribed_and_delivered(killed=False)  # statements prepared, documents parsed
+    with cyclic_garbage() as garbage:
+        await subscribed_and_delivered(killed=ending == "killed")
+        await asyncio.sleep(0.5)  # the transports' last callbacks
+
+    ours = [
+        o
+        for o in garbage
+        if type(o).__module__.startswith(SOCKET_SIDE)
+        and not type(o).__module__.startswith(NOT_SOCKET_SIDE)
+        and not isinstance(o, type)
+    ]
+    kinds = Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in ours)
+    assert not any(isinstance(o, (*PER_SOCKET, Context, PlainFieldsExecutor)) for o in ours), kinds
+    assert not ours, kinds
+
+
+async def _post_on(api: Api, sender: Account, room: str, stop: asyncio.Event) -> None:
+    number = 0
+    while not stop.is_set():
+        await api.ok(POST, {"r": room, "c": f"after {number}"}, token=sender.token)
+        number += 1
