@@ -148,8 +148,10 @@ class Served:
     runner: web.AppRunner
 
     @classmethod
-    async def start(cls, app: web.Application, settings: Settings) -> Served:
-        runner = app_runner(app, settings, handler_cancellation=True)
+    async def start(
+        cls, app: web.Application, settings: Settings, *, handler_cancellation: bool = True
+    ) -> Served:
+        runner = app_runner(app, settings, handler_cancellation=handler_cancellation)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()
         return cls(runner)
@@ -163,10 +165,12 @@ class Served:
         await self.runner.cleanup()
 
 
-async def start_server(settings: Settings, **overrides: Any) -> tuple[Api, web.Application, Served]:
+async def start_server(
+    settings: Settings, *, handler_cancellation: bool = True, **overrides: Any
+) -> tuple[Api, web.Application, Served]:
     settings = replace(settings, **overrides)
     app = create_app(settings)
-    server = await Served.start(app, settings)
+    server = await Served.start(app, settings, handler_cancellation=handler_cancellation)
     await asyncio.wait_for(app[READY].wait(), timeout=120)
     return Api(server.base_url), app, server
 
@@ -194,7 +198,9 @@ def app(server: tuple[Api, web.Application]) -> web.Application:
 async def make_server(
     base_settings: Settings, server: tuple[Api, web.Application]
 ) -> AsyncIterator[ServerFactory]:
-    """Another gateway instance over the same keyspace, with settings overridden."""
+    """Another gateway instance over the same keyspace, with settings overridden;
+    ``handler_cancellation=False``: its handlers run on when their client leaves, as
+    ``gateway serve``'s do."""
     started: list[Served] = []
 
     async def factory(**overrides: Any) -> tuple[Api, web.Application]:

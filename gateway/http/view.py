@@ -135,7 +135,10 @@ class GraphQLOverHTTPView(StreamPartsHook, GraphQLView[Context, RootValue]):
             detail = cause.message if isinstance(cause, HttpProcessingError) else str(exc)
             detail = (detail or "malformed").strip().splitlines()[0][:200]
             response = refused_response(request, RequestRefused(400, MALFORMED_BODY.format(detail=detail)))
-        if response.prepared or isinstance(response, web.WebSocketResponse):
+        if isinstance(response, web.WebSocketResponse):  # its whole life is over
+            _without_tracebacks(response.exception())
+            return response
+        if response.prepared:
             return response
         if request.method != "GET":
             response.headers[hdrs.CACHE_CONTROL] = NO_STORE
@@ -460,3 +463,19 @@ def _screen(request: web.Request) -> None:
         request.headers.get(name, "").strip() for name in PREFLIGHT_HEADERS
     ):
         raise RequestRefused(400, MULTIPART_WITHOUT_PREFLIGHT)
+
+
+def _without_tracebacks(error: BaseException | None) -> None:
+    """Drop the tracebacks of ``error`` and of the errors it chains to. A socket that ended
+    on an error keeps it (aiohttp's ``exception()``: a reset connection while closing, the
+    end of the stream while reading), and its traceback's frames hold the socket: a cycle
+    of the socket, its request and its connection's handler, left for a full collection."""
+    pending = [error]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = None
+        pending += (current.__context__, current.__cause__)

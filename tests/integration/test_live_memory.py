@@ -66,11 +66,11 @@ async def _until(predicate: Any) -> None:
 
 @contextlib.asynccontextmanager
 async def _sockets(
-    api: Api, accounts: list[Account], room: str, *, killed: bool = False
+    api: Api, accounts: list[Account], room: str, *, ending: str = "closed"
 ) -> AsyncIterator[None]:
     """Subscribed sockets of ``accounts`` in another process, open while the block runs;
-    closed after it as their protocol says, or (``killed``) without a word: the process
-    killed, its connections reset by the kernel."""
+    ended after it as their protocol says (``closed``), or without a word: each connection
+    shut down by the client (``dropped``), or the process killed (``killed``)."""
     client = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -92,10 +92,10 @@ async def _sockets(
         assert line.strip() == b"ready", line
         yield
     finally:
-        if killed:
+        if ending == "killed":
             client.kill()
         else:
-            client.stdin.write(b"\n")
+            client.stdin.write(b"drop\n" if ending == "dropped" else b"\n")
             await client.stdin.drain()
         await asyncio.wait_for(client.wait(), WAIT)
 
@@ -273,19 +273,27 @@ SOCKET_SIDE = (
 NOT_SOCKET_SIDE = ("graphql.language.",)
 
 
-@pytest.mark.parametrize("ending", ["closed", "killed"])
+@pytest.mark.parametrize("ending", ["closed", "dropped", "killed"])
 async def test_subscribed_sockets_and_their_deliveries_leave_no_cycles_behind(
     make_server: ServerFactory, ending: str
 ) -> None:
     """A socket's objects, its subscription's and each delivery's execution are freed by
     reference counting when they end, however the socket ends: left in reference cycles
     they wait for a full collection, which may be minutes away, and the arenas they fill
-    meanwhile are not given back (``bench/NOTES.md``, Soak). ``killed``: the client's
-    connections reset while messages are still being posted and delivered to them.
+    meanwhile are not given back (``bench/NOTES.md``, Soak). Ended without a word, the
+    sockets go while messages are still being posted and delivered to them.
 
     On the gateway's fast paths, as ``tests/integration/test_heap.py``: graphql-core's own
-    executor holds its helpers in a cycle, the driver's thread reactor each request's timer."""
-    api, app = await make_server(rate_sends="off", cassandra_io="loop", direct_reads=True, plain_fields=True)
+    executor holds its helpers in a cycle, the driver's thread reactor each request's timer.
+    And as ``gateway serve`` runs handlers: on to their end when their client has gone
+    (aiohttp's socket then ends on the error of its close frame's write)."""
+    api, app = await make_server(
+        rate_sends="off",
+        cassandra_io="loop",
+        direct_reads=True,
+        plain_fields=True,
+        handler_cancellation=False,
+    )
     hub = app[SERVICES].live
     counts = app[SOCKETS]
     assert hub is not None
@@ -312,22 +320,23 @@ async def test_subscribed_sockets_and_their_deliveries_leave_no_cycles_behind(
 
     stop = asyncio.Event()
 
-    async def subscribed_and_delivered(killed: bool) -> None:
-        async with _sockets(api, listeners, room, killed=killed):
+    async def subscribed_and_delivered(ending: str) -> None:
+        abrupt = ending != "closed"
+        async with _sockets(api, listeners, room, ending=ending):
             await _until(lambda: hub.followers(channel) == CYCLE_SOCKETS and counts.parked == CYCLE_SOCKETS)
             for number in range(CYCLE_MESSAGES):
                 await post_and_deliver(number)
-            if killed:  # posted on while the connections are reset
+            if abrupt:  # posted on while the connections go
                 posting = asyncio.create_task(_post_on(api, sender, room, stop))
-        if killed:
+        if abrupt:
             await _until(lambda: counts.total == 0)
             stop.set()  # after its request in flight: a request its client abandons is no socket's
             await posting
         await _until(lambda: counts.total == 0 and hub.followers(channel) == 0)
 
-    await subscribed_and_delivered(killed=False)  # statements prepared, documents parsed
+    await subscribed_and_delivered("closed")  # statements prepared, documents parsed
     with cyclic_garbage() as garbage:
-        await subscribed_and_delivered(killed=ending == "killed")
+        await subscribed_and_delivered(ending)
         await asyncio.sleep(0.5)  # the transports' last callbacks
 
     ours = [

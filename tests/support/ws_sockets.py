@@ -4,13 +4,15 @@ gateway's process allocates for them is all the test process measures.
 ``python -m tests.support.ws_sockets`` reads one JSON line: ``{"url", "tokens", "query",
 "variables"}``; opens a ``graphql-transport-ws`` socket per token, each acknowledged and
 subscribed, then prints ``ready``. The next line it reads (or the end of its input) closes
-them all, and it prints ``closed`` and exits.
+them all, and it prints ``closed`` and exits: as the protocol says, or when the line is
+``drop``, without a word (each connection shut down, no close frame sent or awaited).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
 from typing import Any
 
@@ -47,8 +49,14 @@ async def main() -> None:
         sockets = await asyncio.gather(*(_open(http, config, token, limit) for token in config["tokens"]))
         readers = [asyncio.create_task(_read(ws)) for ws in sockets]
         print("ready", flush=True)
-        await loop.run_in_executor(None, sys.stdin.readline)
-        await asyncio.gather(*(ws.close() for ws in sockets))
+        line = await loop.run_in_executor(None, sys.stdin.readline)
+        if line.strip() == "drop":
+            for ws in sockets:
+                connection = ws.get_extra_info("socket")
+                if connection is not None:
+                    connection.shutdown(socket.SHUT_RDWR)
+        else:
+            await asyncio.gather(*(ws.close() for ws in sockets))
         await asyncio.gather(*readers, return_exceptions=True)
     print("closed", flush=True)
 
