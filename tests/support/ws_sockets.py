@@ -53,8 +53,9 @@ async def main() -> None:
         if line.strip() == "drop":
             for ws in sockets:
                 connection = ws.get_extra_info("socket")
-                if connection is not None:
-                    connection.shutdown(socket.SHUT_RDWR)
+                if connection is None:
+                    raise RuntimeError("a socket without its connection cannot be dropped")
+                connection.shutdown(socket.SHUT_RDWR)
         else:
             await asyncio.gather(*(ws.close() for ws in sockets))
         await asyncio.gather(*readers, return_exceptions=True)
