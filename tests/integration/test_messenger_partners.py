@@ -283,12 +283,17 @@ async def test_partners_who_write_within_one_second_page_newest_first_at_any_siz
     owner = await api.sign_up("exact")
     partners = await asyncio.gather(*(api.sign_up("sec") for _ in range(6)))
     store = store_of(app)
-    now_ns = time.time_ns()
+    # The start of the current activity slot, so the six times fall inside one slot whatever
+    # the clock reads when the test runs.
+    slot_ns = store.activity.slot_ms * 1_000_000
+    now_ns = time.time_ns() // slot_ns * slot_ns
     # Written out of order of time, and logins sort apart from times, so neither the
     # write order nor the partition's (slot, partner) order matches the view.
     order = [3, 0, 5, 1, 4, 2]
     for n in order:
-        message_id = new_timeuuid(now_ns + n * 100_000_000)  # 0.1 s apart, all within one second
+        message_id = new_timeuuid(
+            now_ns + n * 100_000_000
+        )  # 0.1 s apart, all within one second of the slot's start
         await store.write_message(MessageRecord(message_id, partners[n].login, owner.login, f"m{n}"))
     expected = [partners[n].login for n in reversed(range(6))]
     for first in (1, 2, 50):
