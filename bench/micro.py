@@ -259,6 +259,50 @@ def case_gathered() -> None:
         runner.run(main())
 
 
+def case_body_read() -> None:
+    """``gateway/http/requests.py``: reading a 200-byte JSON body that came with its head."""
+    import uvloop
+    from aiohttp import StreamReader
+    from aiohttp.base_protocol import BaseProtocol
+
+    from gateway.http.requests import read_body, within
+
+    body = b'{"query": "query($l: String!) { user(login: $l) { login firstname } }"' + b" " * 120 + b"}"
+
+    async def each_piece_timed(content: StreamReader) -> bytes:
+        read = bytearray()
+        while piece := await within(5.0, content.readany()):
+            read += piece
+        return bytes(read)
+
+    async def measure(read: Callable[[StreamReader], Awaitable[bytes]], number: int) -> float:
+        loop = asyncio.get_running_loop()
+        protocol = BaseProtocol(loop)
+        best = float("inf")
+        for _ in range(REPEATS):
+            readers = []
+            for _ in range(number):
+                content = StreamReader(protocol, 2**16, loop=loop)
+                content.feed_data(body)
+                content.feed_eof()
+                readers.append(content)
+            start = time.perf_counter()
+            for content in readers:
+                await read(content)
+            best = min(best, time.perf_counter() - start)
+        return best / number * 1e6
+
+    async def main() -> None:
+        line("readany under asyncio.timeout, until it is empty", await measure(each_piece_timed, 20_000))
+        line(
+            "what has arrived, then a timed wait only for more",
+            await measure(lambda content: read_body(content, 2**20, 5.0), 20_000),
+        )
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main())
+
+
 def case_dict_display() -> None:
     """``gateway/graph/plain_fields.py``: building a plain object of six fields."""
     from operator import attrgetter
@@ -391,6 +435,7 @@ CASES: dict[str, Callable[[], None]] = {
     "crc24": case_crc24,
     "segments": case_segments,
     "gathered": case_gathered,
+    "body_read": case_body_read,
     "dict_display": case_dict_display,
     "introspection": case_introspection,
     "hooks": case_hooks,

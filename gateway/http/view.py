@@ -33,7 +33,7 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
-from gateway.graph.executor_internals import StreamPartsHook
+from gateway.graph.executor_internals import AnswersByClass, StreamPartsHook
 from gateway.http.caching import NO_STORE, VARY, add_vary, cache_get_answer
 from gateway.http.incremental import (
     BATCHED,
@@ -104,7 +104,7 @@ def too_large(size: int, limit: int) -> dict[str, Any]:
     return {"errors": [{"message": message, "extensions": {"code": "QUERY_TOO_COMPLEX", "limit": limit}}]}
 
 
-class GraphQLOverHTTPView(StreamPartsHook, GraphQLView[Context, RootValue]):
+class GraphQLOverHTTPView(AnswersByClass, StreamPartsHook, GraphQLView[Context, RootValue]):
     def __init__(
         self,
         *,

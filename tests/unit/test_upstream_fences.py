@@ -449,6 +449,7 @@ def test_subclasses_of_fenced_classes_override_only_listed_methods() -> None:
     assert any(name == "execute_fields" for _, _, name in _overrides())
 
 
-def test_the_stream_parts_hook_replaces_what_strawberry_calls() -> None:
-    owner, name, spec = executor_internals.StreamPartsHook.REPLACES
+@pytest.mark.parametrize("hook", [executor_internals.StreamPartsHook, executor_internals.AnswersByClass])
+def test_the_view_hooks_replace_what_strawberry_calls(hook: Any) -> None:
+    owner, name, spec = hook.REPLACES
     assert problem(owner, name, spec) is None, problem(owner, name, spec)
