@@ -356,8 +356,8 @@ class GraphQLOverHTTPView(AnswersByClass, StreamPartsHook, GraphQLView[Context, 
                 body = dumps([refusal] * len(response_data))
         response.body = body
         media_type = sub_response.get(MEDIA_TYPE, "application/json")
-        response.content_type = media_type
-        response.charset = "utf-8"
+        # The header as aiohttp's two setters write it, without their parse and rewrite each.
+        response.headers[hdrs.CONTENT_TYPE] = f"{media_type}; charset=utf-8"
         answers = response_data if isinstance(response_data, list) else [response_data]
         response[HAS_ERRORS] = any(answer.get("errors") for answer in answers)
         if media_type == GRAPHQL_RESPONSE_JSON and response.status < 400:
