@@ -428,7 +428,7 @@ class AnswersByClass:
     Strawberry's), with the answer told apart by its class: Strawberry asks first whether it
     is a ``SubscriptionExecutionResult``, a runtime ``Protocol`` whose ``isinstance`` costs
     more than the rest of the method, and no answer of a view with this mixin is one (it
-    refuses subscriptions over HTTP). Strawberry's no-op ``_handle_errors`` is not called."""
+    refuses subscriptions over HTTP)."""
 
     #: What this hook replaces, as ``REACHES`` would list it.
     REPLACES = (AsyncBaseHTTPView, "run", "source ef34546f4b37")
@@ -478,10 +478,14 @@ class AnswersByClass:
             return await self.create_streaming_response(
                 request, stream, sub_response, headers=transport.headers
             )
-        if isinstance(result, list):
-            response_data: Any = [await self.process_result(request=request, result=each) for each in result]
-        else:
-            response_data = await self.process_result(request=request, result=result)
+        results = result if isinstance(result, list) else [result]
+        answers = []
+        for each in results:
+            answer = await self.process_result(request=request, result=each)
+            if each.errors:
+                self._handle_errors(each.errors, answer)
+            answers.append(answer)
+        response_data = answers if isinstance(result, list) else answers[0]
         return self.create_response(response_data=response_data, sub_response=sub_response)
 
 

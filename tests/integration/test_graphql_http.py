@@ -16,6 +16,8 @@ SUBSCRIPTION = "subscription { messageReceived { id } }"
 async def post(api: Api, body: dict[str, Any], accept: str | None) -> tuple[int, str, dict[str, Any]]:
     headers = {"Accept": accept} if accept is not None else {}
     async with aiohttp.ClientSession() as http, http.post(api.url, json=body, headers=headers) as response:
+        # Every answer names its charset, whatever its media type and status.
+        assert response.headers["Content-Type"] == f"{response.content_type}; charset=utf-8"
         return response.status, response.content_type, await response.json(content_type=None)
 
 
@@ -24,6 +26,7 @@ async def get(api: Api, query: str, accept: str) -> tuple[int, str, dict[str, An
         aiohttp.ClientSession() as http,
         http.get(api.url, params={"query": query}, headers={"Accept": accept}) as response,
     ):
+        assert response.headers["Content-Type"] == f"{response.content_type}; charset=utf-8"
         return response.status, response.content_type, await response.json(content_type=None)
 
 

@@ -291,9 +291,8 @@ async def test_partners_who_write_within_one_second_page_newest_first_at_any_siz
     # write order nor the partition's (slot, partner) order matches the view.
     order = [3, 0, 5, 1, 4, 2]
     for n in order:
-        message_id = new_timeuuid(
-            now_ns + n * 100_000_000
-        )  # 0.1 s apart, all within one second of the slot's start
+        # 0.1 s apart, all within one second of the slot's start.
+        message_id = new_timeuuid(now_ns + n * 100_000_000)
         await store.write_message(MessageRecord(message_id, partners[n].login, owner.login, f"m{n}"))
     expected = [partners[n].login for n in reversed(range(6))]
     for first in (1, 2, 50):
