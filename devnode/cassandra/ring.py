@@ -105,6 +105,7 @@ class CassandraRing:
             ring_delay_ms=RING_DELAY_MS,
             compact=True,
             datacenter=datacenter,
+            durable=True,
         )
         return CassandraNode(
             self._tooling,
@@ -130,7 +131,7 @@ class CassandraRing:
         with locked(self.home, self.home / ".lock", self._progress):
             self._ensure_installed()
             for member in self.members:
-                member.start(timeout=node_timeout)
+                member.start(timeout=node_timeout, restart_outdated=True)
             self.wait_normal(settle_timeout)
         where = ", ".join(
             f"{host} ({dc})" if dc else host
@@ -147,7 +148,7 @@ class CassandraRing:
         member = self.node(index)
         with locked(self.home, self.home / ".lock", self._progress):
             self._ensure_installed()
-            member.start(timeout=timeout)
+            member.start(timeout=timeout, restart_outdated=True)
             if all(other.status().running for other in self.members):
                 self.wait_normal(120.0)
 

@@ -91,15 +91,29 @@ class CassandraNode:
         self._pid_file = self.home / "cassandra.pid"
         self._lock_file = self.home / ".lock"
 
-    def start(self, timeout: float = 180.0) -> None:
+    def start(self, timeout: float = 180.0, *, restart_outdated: bool = False) -> None:
         """Start the node (downloading it on first use) or reuse the running one.
 
         Returns once the CQL port accepts connections. ``timeout`` bounds the wait for the
-        CQL port, not the one-off download.
+        CQL port, not the one-off download. A running node whose ``cassandra.yaml`` is not the
+        one this version of the project writes is reused with a word saying so, or, with
+        ``restart_outdated`` (ring members, whose tests rely on their configuration), stopped
+        and started again with the current one.
         """
         try:
             with locked(self.home, self._lock_file, self._progress):
                 pid = self._live_pid(clean=True)
+                if pid is not None and not self._config.current():
+                    if restart_outdated:
+                        self._progress(f"{self.name} (pid {pid}) runs an older cassandra.yaml; restarting it")
+                        self._terminate(pid, 60.0)
+                        self._pid_file.unlink(missing_ok=True)
+                        pid = None
+                    else:
+                        self._progress(
+                            f"{self.name} (pid {pid}) runs an older cassandra.yaml; "
+                            "`gateway cassandra stop` and start it again to apply the current one"
+                        )
                 if pid is not None:
                     if port_open(self.port, host=self.host):
                         self._progress(
