@@ -149,7 +149,7 @@ def case_access_line() -> None:
     import logging
 
     from gateway.graph import observability
-    from gateway.server.logs import JsonFormatter, RequestContext
+    from gateway.server.logs import JsonFormatter, JsonLines, RequestContext
 
     class StdlibJson(JsonFormatter):
         def format(self, record: logging.LogRecord) -> str:
@@ -192,6 +192,8 @@ def case_access_line() -> None:
         line(
             "makeRecord + handle, orjson, the second kept", per_call(lambda: record_line._log(0.0032), 20_000)
         )
+        access.handlers[:] = [JsonLines(io.StringIO())]
+        line("the JSON handler writes it from its fields", per_call(lambda: record_line._log(0.0032), 20_000))
     finally:
         access.handlers[:], access.propagate = saved[0], saved[1]
         access.setLevel(saved[2])

@@ -105,3 +105,101 @@ class _Quiet:
 
     def count_rate_limited(self, rule: str) -> None:
         pass
+
+
+def _lines_both_ways(
+    monkeypatch: pytest.MonkeyPatch, request_id: str | None, traceparent: str | None
+) -> tuple[dict[str, object], dict[str, object]]:
+    """One access line written by the JSON handler from its fields (the logging set up as
+    ``gateway serve`` sets it up, the record never made) and the same line made as a record
+    and handled by the same handler."""
+    from gateway import tracing
+    from gateway.server.logs import JsonLines
+
+    stream = io.StringIO()
+    handler = JsonLines(stream)
+    root, access = logging.getLogger(), observability.access_log
+    saved = (root.handlers[:], root.level, access.handlers[:], access.propagate, access.level)
+    root.handlers[:], access.handlers[:] = [handler], []
+    access.propagate = True
+    access.setLevel(logging.INFO)
+    ids = tracing.request_id.set("from-context")
+    parent = tracing._traceparent.set(traceparent)
+
+    class Context:
+        login = None
+        websocket = True
+
+    line = observability._Line(Context(), "subscription", None, "ok", False, 0, 0, request_id, [])
+    try:
+        with monkeypatch.context() as patch:
+
+            def no_record(*args: object, **kwargs: object) -> logging.LogRecord:
+                raise AssertionError("the handler writes the line without a record")
+
+            patch.setattr(access, "makeRecord", no_record)
+            line._log(0.0125)
+        handler.setFormatter(JsonFormatter())  # another formatter: the handler declines
+        line._log(0.0125)
+    finally:
+        tracing.request_id.reset(ids)
+        tracing._traceparent.reset(parent)
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        access.handlers[:], access.propagate = saved[2], saved[3]
+        access.setLevel(saved[4])
+    direct, made = (json.loads(text) for text in stream.getvalue().splitlines())
+    return direct, made
+
+
+@pytest.mark.parametrize(
+    ("request_id", "traceparent"),
+    [("req-1", None), (None, None), ("req-2", "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01")],
+)
+def test_the_json_handler_writes_the_access_line_without_a_record_exactly_as_with_one(
+    monkeypatch: pytest.MonkeyPatch, request_id: str | None, traceparent: str | None
+) -> None:
+    direct, made = _lines_both_ways(monkeypatch, request_id, traceparent)
+    direct.pop("time"), made.pop("time")
+    assert list(direct.items()) == list(made.items())  # the same keys, in the same order
+    assert direct["requestId"] == (request_id or "from-context")
+    assert direct.get("traceId") == (traceparent[3:35] if traceparent else None)
+    assert direct["message"] == f"subscription anonymous ok 12.5ms statements=0 user=- requestId={request_id}"
+
+
+def test_a_second_handler_or_a_filter_on_the_way_gets_the_record() -> None:
+    from gateway.server.logs import JsonLines
+
+    stream = io.StringIO()
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    root, access = logging.getLogger(), observability.access_log
+    saved = (root.handlers[:], root.level, access.handlers[:], access.propagate, access.level)
+    root.handlers[:], access.handlers[:] = [JsonLines(stream)], [Keep()]
+    access.propagate = True
+    access.setLevel(logging.INFO)
+
+    class Context:
+        login = "alice"
+        websocket = False
+
+    line = observability._Line(Context(), "query", "Q", "ok", False, 1, 0, "r", [])
+    dropped = logging.Filter("elsewhere")  # passes no record of gateway.access
+    try:
+        line._log(0.001)
+        access.handlers[:] = []
+        access.addFilter(dropped)
+        line._log(0.001)
+    finally:
+        access.removeFilter(dropped)
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        access.handlers[:], access.propagate = saved[2], saved[3]
+        access.setLevel(saved[4])
+    messages = [record.getMessage() for record in seen]
+    assert messages == ["query Q ok 1.0ms statements=1 user=alice requestId=r"]
+    assert len(stream.getvalue().splitlines()) == 1  # the filtered record was written by no one
