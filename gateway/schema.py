@@ -38,7 +38,7 @@ from gateway.graph.metrics import StatementMetrics
 from gateway.graph.node import Node, NodeType, global_id, resolve_node
 from gateway.graph.observability import Observed
 from gateway.graph.parser_cache import GuardedParserCache
-from gateway.graph.plain_fields import PlainFieldsExecutor
+from gateway.graph.plain_fields import PlainFieldsExecutor, install_lean_resolvers
 from gateway.graph.scalars import SCALAR_OVERRIDES
 from gateway.http.batch import BATCH_CEILING
 from gateway.mail.schema import MailMe, MailMutation
@@ -155,7 +155,7 @@ def build_schema(settings: Settings | None = None, *, plain_fields: bool | None 
     if plain_fields is None:
         plain_fields = settings.plain_fields
     introspection = [] if settings.introspection_allowed else [DisableIntrospection]
-    return ErrorCodeSchema(
+    schema = ErrorCodeSchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
@@ -180,3 +180,6 @@ def build_schema(settings: Settings | None = None, *, plain_fields: bool | None 
             limited_validation(QueryLimits.of(settings)),
         ],
     )
+    if plain_fields:
+        install_lean_resolvers(schema)
+    return schema

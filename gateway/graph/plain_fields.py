@@ -32,9 +32,17 @@ and produces exactly the value or the error it always did. Results keep the
 selection's order. ``tests/integration/test_plain_fields.py`` holds the fast path to the
 reference executor, byte for byte, over a corpus of queries.
 
+A field with a resolver the plain path does not read itself (a root field, a loader's, one
+with arguments) runs through graphql-core's ``execute_field`` and its resolver. Strawberry
+makes that resolver with layers most fields have no use for, so
+:func:`install_lean_resolvers` gives every field that needs none of them the lean one
+(``executor_internals.lean_resolver``): no argument conversion to walk for scalars, no
+extension chain, no coroutine around the function's own. ``tests/unit/test_lean_resolvers.py``
+holds it to Strawberry's answers and errors.
+
 The executor extends graphql-core's and Strawberry's past their documented API: what it
 uses of them is reached through :mod:`gateway.graph.executor_internals`.
-``GATEWAY_PLAIN_FIELDS=0`` runs graphql-core's reference executor instead.
+``GATEWAY_PLAIN_FIELDS=0`` runs graphql-core's reference executor with Strawberry's resolvers instead.
 """
 
 from __future__ import annotations
@@ -77,8 +85,10 @@ from gateway.graph.executor_internals import (
     FieldDetailsList,
     GroupedFieldSet,
     StrawberryExecutor,
+    graphql_schema,
     int_output,
     is_basic_resolver,
+    lean_resolver,
     runs_middleware,
     settle_in_background,
     strawberry_definition,
@@ -138,6 +148,28 @@ _Plan = list["_Plain | None"]
 
 #: Value types that are never null, an error or awaitable (exactly these, not subclasses).
 _ORDINARY = frozenset({str, int, float, bool, datetime, UUID})
+
+
+def install_lean_resolvers(schema: strawberry.Schema) -> int:
+    """Give every field of ``schema`` whose resolver Strawberry made, and which needs none of
+    that resolver's layers, the lean one (``executor_internals.lean_resolver``): the fields
+    the plain path does not read itself run through it (root fields, loaders, fields with
+    arguments). Subscription fields keep Strawberry's. Returns how many were given one."""
+    core = graphql_schema(schema)
+    given = 0
+    for named in core.type_map.values():
+        if not isinstance(named, GraphQLObjectType) or named is core.subscription_type:
+            continue
+        for field in named.fields.values():
+            made_by = getattr(field.resolve, "__qualname__", "")
+            definition = strawberry_definition(field)
+            if definition is None or not made_by.startswith("GraphQLCoreConverter.from_resolver."):
+                continue
+            lean = lean_resolver(schema, definition)
+            if lean is not None:
+                field.resolve = lean
+                given += 1
+    return given
 
 
 class _Slow(Exception):

@@ -204,8 +204,9 @@ class Settings:
     plain_fields: bool = setting(
         "GATEWAY_PLAIN_FIELDS",
         True,
-        "`1`: queries run on the plain-field fast executor (`gateway/graph/plain_fields.py`); `0`: on "
-        "graphql-core's reference executor",
+        "`1`: queries run on the plain-field fast executor (`gateway/graph/plain_fields.py`), fields "
+        "with a resolver on lean resolvers where Strawberry's layers have nothing to do; `0`: on "
+        "graphql-core's reference executor with Strawberry's resolvers",
         group=HTTP,
     )
     seed: bool = setting(
