@@ -118,8 +118,8 @@ def test_ring_members_sync_their_commit_log_before_they_acknowledge(tmp_path: Pa
     the next update from an older shard (``Placement.durable``); the ring's nodes are killed on
     purpose, the lone node is not."""
     ring = CassandraRing(ToolingSettings(cassandra_home=tmp_path), 9042, nodes=3)
-    for member in ring.members:
-        assert member.placement.durable
+    for node in ring.members:
+        assert node.placement.durable
     member = NodeConfig(tmp_path / "member", tmp_path / "lib", 9042, "256M", ring.members[0].placement)
     single = NodeConfig(tmp_path / "single", tmp_path / "lib", 9042, "256M")
     for config in (member, single):

@@ -93,7 +93,7 @@ class Query:
     def maybe(self, value: strawberry.Maybe[str | None] = None) -> str:
         return repr(value)
 
-    @strawberry.field(permission_classes=[Never])
+    @strawberry.field(permission_classes=[Never])  # type: ignore[untyped-decorator]
     def secret(self) -> str:
         return "never"
 
