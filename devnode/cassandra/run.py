@@ -106,8 +106,7 @@ class CassandraNode:
                 if pid is not None and not self._config.current():
                     if restart_outdated:
                         self._progress(f"{self.name} (pid {pid}) runs an older cassandra.yaml; restarting it")
-                        self._terminate(pid, 60.0)
-                        self._pid_file.unlink(missing_ok=True)
+                        self._stop_locked(pid, 60.0)
                         pid = None
                     else:
                         self._progress(
@@ -144,13 +143,17 @@ class CassandraNode:
                 if pid is None:
                     self._progress(f"{self.name} is not running (home {self.home})")
                     return
-                self._progress(f"stopping {self.name} (pid {pid})")
-                started = time.monotonic()
-                self._terminate(pid, timeout)
-                self._pid_file.unlink(missing_ok=True)
-                self._progress(f"{self.name} stopped after {time.monotonic() - started:.0f}s")
+                self._stop_locked(pid, timeout)
         except OSError as exc:
             raise DevNodeError(f"{self.name} in {self.home}: {exc}") from exc
+
+    def _stop_locked(self, pid: int, timeout: float) -> None:
+        """Stop the running node ``pid`` (the home's lock held): SIGTERM, SIGKILL after ``timeout``."""
+        self._progress(f"stopping {self.name} (pid {pid})")
+        started = time.monotonic()
+        self._terminate(pid, timeout)
+        self._pid_file.unlink(missing_ok=True)
+        self._progress(f"{self.name} stopped after {time.monotonic() - started:.0f}s")
 
     def kill(self) -> None:
         """Kill the node with SIGKILL (a crash: no drain, no flush, its peers not told) and wait

@@ -40,15 +40,21 @@ class RequestContext(logging.Filter):
     (a record given its own ``requestId`` as ``extra`` keeps it)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if getattr(record, "requestId", None) is None:
-            current = request_id.get()
-            if current is not None:
-                record.requestId = current
-        if getattr(record, "traceId", None) is None:
-            trace = trace_id()
-            if trace is not None:
-                record.traceId = trace
+        add_context_ids(vars(record))
         return True
+
+
+def add_context_ids(fields: dict[str, Any]) -> None:
+    """Set ``requestId`` and ``traceId`` in ``fields`` (a record's attributes, or a line's
+    fields) to those of the request being handled, where they are missing or None."""
+    if fields.get("requestId") is None:
+        current = request_id.get()
+        if current is not None:
+            fields["requestId"] = current
+    if fields.get("traceId") is None:
+        trace = trace_id()
+        if trace is not None:
+            fields["traceId"] = trace
 
 
 class TextFormatter(logging.Formatter):
@@ -83,13 +89,12 @@ class JsonFormatter(logging.Formatter):
             self._second = second
         return f"{self._second_text}.{micros // 1000:03d}+00:00"
 
+    def head(self, created: float, level: str, logger: str, message: str) -> dict[str, Any]:
+        """The keys every line starts with, in their order."""
+        return {"time": self._time(created), "level": level, "logger": logger, "message": message}
+
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "time": self._time(record.created),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
+        entry = self.head(record.created, record.levelname, record.name, record.getMessage())
         for key, value in vars(record).items():
             if key not in _RECORD_ATTRIBUTES and key[0] != "_" and key != "request":
                 entry[key] = value
@@ -97,6 +102,10 @@ class JsonFormatter(logging.Formatter):
             entry["exception"] = self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
+        return self.encode(entry)
+
+    @staticmethod
+    def encode(entry: dict[str, Any]) -> str:
         try:
             return orjson.dumps(entry, default=str).decode()
         except TypeError:  # what orjson refuses outright (an int past 64 bits, a key not a str)
@@ -129,25 +138,10 @@ class JsonLines(logging.StreamHandler[TextIO]):
             or type(self.filters[0]) is not RequestContext
         ):
             return False
-        entry: dict[str, Any] = {
-            "time": formatter._time(time.time()),
-            "level": logging.getLevelName(level),
-            "logger": logger,
-            "message": message,
-        }
+        entry = formatter.head(time.time(), logging.getLevelName(level), logger, message)
         entry.update(fields)
-        if entry.get("requestId") is None:
-            current = request_id.get()
-            if current is not None:
-                entry["requestId"] = current
-        if entry.get("traceId") is None:
-            trace = trace_id()
-            if trace is not None:
-                entry["traceId"] = trace
-        try:
-            text = orjson.dumps(entry, default=str).decode()
-        except TypeError:
-            text = json.dumps(entry, default=str, ensure_ascii=False)
+        add_context_ids(entry)
+        text = formatter.encode(entry)
         try:
             self.acquire()
             try:

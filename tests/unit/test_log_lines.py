@@ -8,6 +8,7 @@ import json
 import logging
 import random
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -139,8 +140,20 @@ def _lines_both_ways(
 
             patch.setattr(access, "makeRecord", no_record)
             line._log(0.0125)
-        handler.setFormatter(JsonFormatter())  # another formatter: the handler declines
-        line._log(0.0125)
+        # Another formatter (the same lines, another class): the handler declines and the
+        # record is made and formatted as logging does.
+        handler.setFormatter(type("Another", (JsonFormatter,), {})())
+        made = access.makeRecord
+        records: list[logging.LogRecord] = []
+        with monkeypatch.context() as patch:
+
+            def counted(*args: Any, **kwargs: Any) -> logging.LogRecord:
+                records.append(made(*args, **kwargs))
+                return records[-1]
+
+            patch.setattr(access, "makeRecord", counted)
+            line._log(0.0125)
+        assert len(records) == 1
     finally:
         tracing.request_id.reset(ids)
         tracing._traceparent.reset(parent)
