@@ -69,8 +69,10 @@ that turns it off.
    - off: ``GATEWAY_PLAIN_FIELDS=0``.
 
 4. Strawberry's ``SchemaExtensionsRunner`` (its stages ``operation``, ``parsing``,
-   ``validation``, ``executing``) and ``Schema.create_extensions_runner`` -- extension
-   hooks run without a context manager per hook per request (``gateway/graph/hooks.py``).
+   ``validation``, ``executing``, and ``get_extensions_results``) and
+   ``Schema.create_extensions_runner`` -- extension hooks run without a context manager per
+   hook per request, found once per list of extension classes, and results asked only of the
+   extensions that have their own (``gateway/graph/hooks.py``).
 
    - why: Strawberry's runner wraps every hook in a new context manager per stage per
      operation, about half of executing ``{ __typename }`` (``bench/NOTES.md``,
@@ -340,6 +342,7 @@ REACHES: tuple[tuple[object, str, str], ...] = (
     (SchemaExtensionsRunner, "validation", "(self)"),
     (SchemaExtensionsRunner, "parsing", "(self)"),
     (SchemaExtensionsRunner, "executing", "(self)"),
+    (SchemaExtensionsRunner, "get_extensions_results", "(self, ctx)"),
     (strawberry.Schema, "create_extensions_runner", "(self, execution_context, extensions)"),
     # The schema's documented methods ErrorCodeSchema extends (gateway/graph/errors.py): its
     # ``execute`` and ``stream`` read the context from the ``context_value`` keyword.

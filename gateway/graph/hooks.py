@@ -8,8 +8,9 @@ again, wraps each one it finds in a new ``contextlib`` context manager (with
 of executing ``{ __typename }`` (``bench/NOTES.md``). :class:`HookRunner` keeps Strawberry's
 semantics (hooks entered in order and left in reverse, an exception thrown into
 each hook still open, which may replace it or hide it from the hooks outside it,
-the same errors for a hook that does not yield once) and does the bookkeeping once per extension
-class: a stage holds the hooks found and drives their generators itself.
+the same errors for a hook that does not yield once) and does the bookkeeping once per list
+of extension classes (:class:`_Plan`): a stage holds the hooks found and drives their
+generators itself, and only the extensions with results of their own are asked for them.
 """
 
 from __future__ import annotations
@@ -114,13 +115,12 @@ class _Stage:
 
     __slots__ = ("_hooks", "_name", "_open")
 
-    def __init__(self, extensions: list[SchemaExtension], name: str) -> None:
+    def __init__(
+        self, extensions: list[SchemaExtension], hooks: tuple[tuple[int, int, Any], ...], name: str
+    ) -> None:
         self._name = name
-        self._hooks: list[tuple[int, Callable[[SchemaExtension], Any], SchemaExtension]] = []
-        for extension in extensions:
-            hook = _hooks_of(type(extension))[name]
-            if hook is not None:
-                self._hooks.append((hook[0], hook[1], extension))
+        #: (kind, hook, extension) of the extensions with a hook for this stage, in order.
+        self._hooks = [(kind, function, extensions[index]) for index, kind, function in hooks]
         #: The generators of the hooks entered, in order, each with whether it is async.
         self._open: list[tuple[Any, bool]] = []
 
@@ -218,18 +218,72 @@ def _start(generator: Any) -> None:
         raise RuntimeError("generator didn't yield") from None
 
 
+class _Plan:
+    """For one list of extension classes: per stage, the index, kind and function of each
+    hook it has; and the indexes of the extensions with results of their own (the base
+    class's ``get_results`` answers nothing)."""
+
+    __slots__ = ("results", "stages")
+
+    def __init__(self, classes: tuple[type[SchemaExtension], ...]) -> None:
+        self.stages: dict[str, tuple[tuple[int, int, Any], ...]] = {}
+        for name in _STAGES:
+            found = [(index, _hooks_of(cls)[name]) for index, cls in enumerate(classes)]
+            self.stages[name] = tuple((index, hook[0], hook[1]) for index, hook in found if hook is not None)
+        self.results = tuple(
+            index
+            for index, cls in enumerate(classes)
+            if getattr(cls, "get_results", None) is not SchemaExtension.get_results
+        )
+
+
+#: Plans by the extensions' classes (a schema makes the same list for every request).
+_PLANS: dict[tuple[type, ...], _Plan] = {}
+_MAX_PLANS = 256
+
+
+def _plan_of(extensions: list[SchemaExtension]) -> _Plan:
+    classes = tuple(map(type, extensions))
+    plan = _PLANS.get(classes)
+    if plan is None:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        plan = _PLANS[classes] = _Plan(classes)
+    return plan
+
+
 class HookRunner(SchemaExtensionsRunner):
-    """Strawberry's extension runner, with the stages above (stream results keep
-    Strawberry's own: they are not on a hot path)."""
+    """Strawberry's extension runner, with the stages above, the hooks of each found once
+    per list of extension classes, and results asked only of the extensions that have
+    their own (stream results keep Strawberry's own: they are not on a hot path)."""
+
+    def __init__(self, execution_context: Any, extensions: list[SchemaExtension] | None = None) -> None:
+        super().__init__(execution_context, extensions)
+        self._plan = _plan_of(self.extensions)
+
+    def _stage(self, name: str) -> _Stage:
+        return _Stage(self.extensions, self._plan.stages[name], name)
 
     def operation(self) -> Any:
-        return _Stage(self.extensions, "on_operation")
+        return self._stage("on_operation")
 
     def validation(self) -> Any:
-        return _Stage(self.extensions, "on_validate")
+        return self._stage("on_validate")
 
     def parsing(self) -> Any:
-        return _Stage(self.extensions, "on_parse")
+        return self._stage("on_parse")
 
     def executing(self) -> Any:
-        return _Stage(self.extensions, "on_execute")
+        return self._stage("on_execute")
+
+    async def get_extensions_results(self, ctx: Any) -> dict[str, Any]:
+        """Strawberry's merge of every extension's results and the context's, in order."""
+        data: dict[str, Any] = {}
+        extensions = self.extensions
+        for index in self._plan.results:
+            results = extensions[index].get_results()
+            if inspect.isawaitable(results):
+                results = await results
+            data.update(results)
+        data.update(ctx.extensions_results)
+        return data

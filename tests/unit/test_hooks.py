@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from strawberry.extensions import SchemaExtension
 from strawberry.extensions.context import OperationContextManager
+from strawberry.extensions.runner import SchemaExtensionsRunner
 
 from gateway.graph.hooks import HookRunner
 
@@ -136,7 +137,7 @@ async def test_the_runner_runs_hooks_as_strawberry_does(first: str, second: str,
     outcomes = []
     for stage_of in (
         lambda extensions: OperationContextManager(extensions),
-        lambda extensions: HookRunner(None, extensions).operation(),  # type: ignore[arg-type]
+        lambda extensions: HookRunner(None, extensions).operation(),
     ):
         events: Events = []
         extensions = [_extension(first, "a", events), _extension(second, "b", events)]
@@ -158,7 +159,7 @@ async def test_hooks_entered_before_one_that_fails_on_entry_see_its_error() -> N
         _extension("gen_suppresses", "b", events),
         _extension("gen_raises_before", "c", events),
     ]
-    outcome = await _drive(HookRunner(None, extensions).operation(), events, None)  # type: ignore[arg-type]
+    outcome = await _drive(HookRunner(None, extensions).operation(), events, None)
     assert outcome == "ValueError: c before"
     assert events == ["a enter", "c enter", "b swallowed ValueError('c before')", "a leave"]
 
@@ -166,13 +167,39 @@ async def test_hooks_entered_before_one_that_fails_on_entry_see_its_error() -> N
 def test_the_sync_stage_runs_sync_hooks_and_refuses_async_ones() -> None:
     events: Events = []
     extensions = [_extension("gen_plain", "a", events), _extension("call", "b", events)]
-    with HookRunner(None, extensions).operation():  # type: ignore[arg-type]
+    with HookRunner(None, extensions).operation():
         events.append("body")
     assert events == ["a enter", "b called", "body", "a leave"]
 
     events.clear()
     extensions = [_extension("gen_finally", "a", events), _extension("agen_plain", "b", events)]
     with pytest.raises(RuntimeError, match="failed to complete synchronously"):
-        with HookRunner(None, extensions).operation():  # type: ignore[arg-type]
+        with HookRunner(None, extensions).operation():
             events.append("body")
     assert events == ["a finally"]
+
+
+async def test_results_are_merged_as_strawberry_merges_them() -> None:
+    """Only extensions with results of their own are asked, in order, the context's last."""
+
+    class Silent(SchemaExtension):
+        pass
+
+    class Sync(SchemaExtension):
+        def get_results(self) -> dict[str, Any]:
+            return {"a": 1, "shared": "sync"}
+
+    class Async(SchemaExtension):
+        async def get_results(self) -> dict[str, Any]:
+            return {"b": 2, "shared": "async"}
+
+    class Context:
+        def __init__(self) -> None:
+            self.extensions_results = {"c": 3, "a": "context"}
+
+    for order in ([Silent, Sync, Async], [Async, Silent, Sync]):
+        extensions = [cls() for cls in order]
+        ours = await HookRunner(None, extensions).get_extensions_results(Context())
+        theirs = await SchemaExtensionsRunner(None, extensions).get_extensions_results(Context())  # type: ignore[arg-type]
+        assert ours == theirs
+        assert list(ours.items()) == list(theirs.items())

@@ -79,3 +79,29 @@ async def test_a_body_past_its_limit_is_refused_with_413(whole: bool) -> None:
     with pytest.raises(RequestRefused) as refused:
         await read_body(content, len(BODY) - 1, 5.0)
     assert refused.value.status_code == 413
+
+
+def _nested(depth: int, opening: str = "[", closing: str = "]") -> str:
+    """A request whose variable nests the whole body ``depth`` levels deep."""
+    inner = opening * (depth - 2) + closing * (depth - 2)
+    return '{"query": "{ __typename }", "variables": {"v": ' + (inner or "1") + "}}"
+
+
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_a_body_nested_to_the_limit_parses_and_one_level_more_is_refused(kind: type) -> None:
+    limit = requests.MAX_JSON_DEPTH
+    within = _nested(limit)
+    assert requests._openings(within) == limit + 1  # the query's brace too: the value is walked
+    parsed = requests.parse_request_json(within if kind is str else within.encode())
+    assert isinstance(parsed, dict) and parsed["variables"]
+    deeper = _nested(limit + 1)
+    with pytest.raises(Exception, match=f"nests deeper than {limit} levels"):
+        requests.parse_request_json(deeper if kind is str else deeper.encode())
+
+
+def test_brackets_inside_strings_are_counted_but_never_refuse_a_shallow_body() -> None:
+    text = '{"query": "{ __typename }", "variables": {"v": "' + "[{" * 100 + '"}}'
+    assert requests._openings(text) > requests.MAX_JSON_DEPTH
+    for body in (text, text.encode()):
+        parsed = requests.parse_request_json(body)
+        assert isinstance(parsed, dict) and parsed["variables"] == {"v": "[{" * 100}
