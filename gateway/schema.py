@@ -147,6 +147,10 @@ def event_codec() -> EventCodec:
     return EventCodec([ROOM_EVENT, DISCOVERY, FANOUT_NUDGE])
 
 
+#: Documents (with their operation names) a schema keeps as known, as many as parses it caches.
+KNOWN_DOCUMENTS = 1000
+
+
 def build_schema(settings: Settings | None = None, *, plain_fields: bool | None = None) -> strawberry.Schema:
     """The composed schema; ``plain_fields=False`` executes with graphql-core's reference
     executor alone (see ``gateway/graph/plain_fields.py``), as ``GATEWAY_PLAIN_FIELDS=0``
@@ -170,11 +174,15 @@ def build_schema(settings: Settings | None = None, *, plain_fields: bool | None 
             enable_experimental_incremental_execution=True,
         ),
         execution_context_class=PlainFieldsExecutor if plain_fields else None,
+        # A document run before skips the steps that depend on its text alone (the
+        # reference executor keeps Strawberry's own execute).
+        known_documents=KNOWN_DOCUMENTS if plain_fields else 0,
+        parse_only=(GuardedParserCache, MaxTokensLimiter),
         extensions=[
             Observed,
             ErrorCodes,
             StatementMetrics,
-            lambda: GuardedParserCache(maxsize=1000),
+            lambda: GuardedParserCache(maxsize=KNOWN_DOCUMENTS),
             lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
             *introspection,
             limited_validation(QueryLimits.of(settings)),

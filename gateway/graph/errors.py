@@ -49,7 +49,7 @@ from gateway.errors import (
     Unauthenticated,
     Unavailable,
 )
-from gateway.graph.executor_internals import SchemaExtensionsRunner
+from gateway.graph.executor_internals import KnownDocuments, SchemaExtensionsRunner
 from gateway.graph.hooks import HookRunner
 
 log = logging.getLogger("gateway.errors")
@@ -280,7 +280,7 @@ def _request_id(context: Any) -> str:
     return getattr(context, "request_id", None) or uuid.uuid4().hex
 
 
-class ErrorCodeSchema(strawberry.Schema):
+class ErrorCodeSchema(KnownDocuments, strawberry.Schema):
     """A schema whose every result carries classified errors.
 
     :class:`ErrorCodes` handles errors raised while an operation runs; errors
@@ -288,7 +288,9 @@ class ErrorCodeSchema(strawberry.Schema):
     skip extension hooks, so ``execute`` classifies what is left. Classifying
     is idempotent. Strawberry's own error logging is replaced: client errors are
     not server faults, and unexpected ones are logged by :func:`classify`.
-    Extension hooks run through :class:`~gateway.graph.hooks.HookRunner`.
+    Extension hooks run through :class:`~gateway.graph.hooks.HookRunner`; a document
+    run before takes the lane of :class:`~gateway.graph.executor_internals.KnownDocuments`
+    when the schema is built with ``known_documents``.
     """
 
     def create_extensions_runner(

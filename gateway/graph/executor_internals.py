@@ -178,24 +178,43 @@ that turns it off.
      Strawberry's resolvers; which fields keep Strawberry's), ``tests/integration/test_plain_fields.py``
      (the domain corpora against the reference executor, which keeps Strawberry's resolvers).
    - off: ``GATEWAY_PLAIN_FIELDS=0``.
+
+12. Strawberry's ``Schema.execute`` (public) and the private steps it is made of
+    (``_create_execution_context``, ``_get_middleware_manager``, ``_prepare_operation_async``,
+    ``_execute_operation``, ``_handle_execution_result``, ``_run_validation``, ``_coerce_error``
+    ...) -- :class:`KnownDocuments` is a copy of ``execute`` (``REPLACES``, by its source's
+    fingerprint) with a lane for a document the schema has run before: no parsing stage, no
+    parse-only extensions.
+
+   - why: about 6 µs of the 44 µs Strawberry spends on ``{ __typename }`` in process, on
+     every request of a client that sends the same documents (``bench.micro hooks``).
+   - pinned: strawberry-graphql 0.341.2.
+   - test: ``tests/unit/test_known_documents.py`` (a corpus against Strawberry's ``execute``,
+     three rounds; what is never known; the bound), ``tests/integration/test_plain_fields.py``
+     (the domain corpus's second round in the lane against the reference), the reference pass of
+     ``.ci/run`` (the whole suite with the lane off).
+   - off: ``GATEWAY_PLAIN_FIELDS=0``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import graphql
 import strawberry
 from cross_web import HTTPException
-from graphql import GraphQLInt, GraphQLResolveInfo, GraphQLSchema
+from graphql import DocumentNode, GraphQLInt, GraphQLResolveInfo, GraphQLSchema
 from graphql.execution import Executor, ExperimentalIncrementalExecutionResults
 from graphql.execution import collect_fields as graphql_collect_fields
 from graphql.execution.collect_fields import CollectedFields, FieldDetailsList, GroupedFieldSet
 from graphql.execution.middleware import MiddlewareManager
 from strawberry import dataloader as strawberry_dataloader
 from strawberry.dataloader import Batch, DataLoader, DefaultCache, LoaderTask, get_current_batch
+from strawberry.exceptions import MissingQueryError
+from strawberry.extensions import SchemaExtension
 from strawberry.extensions import runner as strawberry_runner
 from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.http.async_base_view import AsyncBaseHTTPView
@@ -203,20 +222,30 @@ from strawberry.relay.types import GlobalID
 from strawberry.scalars import is_scalar
 from strawberry.schema import schema as strawberry_schema_module
 from strawberry.schema import schema_converter as strawberry_converter
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext, validate_document
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.schema.schema import (
+    DEFAULT_ALLOWED_OPERATION_TYPES,
+    StrawberryGraphQLCoreExecutionContext,
+    validate_document,
+)
+from strawberry.schema.schema import _coerce_error as strawberry_coerce_error
+from strawberry.schema.schema import _run_validation as strawberry_run_validation
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
     Operation,
 )
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
-from strawberry.types import Info
+from strawberry.types import ExecutionContext, Info
 from strawberry.types import arguments as strawberry_arguments
 from strawberry.types import cast as strawberry_cast
 from strawberry.types.base import StrawberryMaybe, StrawberryObjectDefinition, StrawberryOptional
 from strawberry.types.cast import TYPE_CAST_ATTRIBUTE
+from strawberry.types.execution import ExecutionResult as StrawberryExecutionResult
+from strawberry.types.execution import PreExecutionError
 from strawberry.types.field import StrawberryField
 from strawberry.types.fields.resolver import StrawberryResolver
+from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET
 
 __all__ = [
@@ -352,6 +381,20 @@ REACHES: tuple[tuple[object, str, str], ...] = (
     # Validation and cost (gateway/graph/limits.py, gateway/http/batch.py, gateway/server/app.py).
     (strawberry.Schema, "_schema", "instance attribute"),
     (strawberry_schema_module, "validate_document", "(schema, document, validation_rules)"),
+    # The known-documents lane (KnownDocuments, a copy of Strawberry's execute): what it calls.
+    (strawberry_schema_module, "DEFAULT_ALLOWED_OPERATION_TYPES", "attribute"),
+    (strawberry_schema_module, "_run_validation", "(execution_context)"),
+    (strawberry_schema_module, "_coerce_error", "(error)"),
+    (strawberry.Schema, "_create_execution_context", "(self, query, allowed_operation_types, ...)"),
+    (strawberry.Schema, "get_extensions", "(self, sync)"),
+    (strawberry.Schema, "extensions", "instance attribute"),
+    (strawberry.Schema, "directives", "instance attribute"),
+    (strawberry.Schema, "_get_middleware_manager", "(self, extensions)"),
+    (strawberry.Schema, "_get_execute_function", "(self)"),
+    (strawberry.Schema, "_get_custom_context_kwargs", "(self, operation_extensions, ...)"),
+    (strawberry.Schema, "_prepare_operation_async", "(self, context, extensions_runner)"),
+    (strawberry.Schema, "_execute_operation", "(self, execution_context, extensions_runner, ...)"),
+    (strawberry.Schema, "_handle_execution_result", "(self, context, result, extensions_runner, ...)"),
     # Selections in graphql-core's AST (gateway/graph/selection.py).
     (Info, "_raw_info", "instance attribute"),
     # Live delivery (gateway/graph/live.py): a selection executed over each event.
@@ -614,3 +657,165 @@ class StreamPartsHook:
         if part is not None:
             return part
         return await super()._process_stream_result(request, value, all_pending)  # type: ignore[misc]
+
+
+class KnownDocuments:
+    """Strawberry's ``Schema.execute``, with a lane for a document the schema has run before.
+
+    A document text (with its operation name) that parsed, stayed within the token limit
+    and validated is remembered with its parsed document and operation type (at most
+    ``known_documents`` of them, the least recently used forgotten first). When it comes
+    again, in an operation its type may run as, Strawberry's steps that depend on the text
+    alone are left out: the parsing stage and its hooks, and the extensions whose only work
+    is there (the ``parse_only`` classes: the parser cache, the token limit). Everything
+    else runs as Strawberry runs it: the operation hooks, the validation stage (the cost of
+    these variables, the validation cached per document), execution, and the results. A
+    schema built with ``known_documents=0`` runs Strawberry's own ``execute`` alone.
+
+    Not in :data:`REACHES` (it replaces a documented method): ``REPLACES`` names it by its
+    source's fingerprint, so an upgrade that changes Strawberry's ``execute`` fails the
+    fence test instead of running an outdated copy."""
+
+    #: What this lane replaces, as ``REACHES`` would list it.
+    REPLACES = (strawberry.Schema, "execute", "source 8d00ea4ce31a")
+
+    def __init__(
+        self,
+        *args: Any,
+        known_documents: int = 0,
+        parse_only: tuple[type, ...] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._known_limit = known_documents
+        self._parse_only = parse_only
+        self._known: OrderedDict[tuple[str, str | None], tuple[DocumentNode, OperationType]] = OrderedDict()
+        #: The extension factories a known document's operation makes (None: not yet told).
+        self._lane_factories: list[Any] | None = None
+        #: Whether one of them wraps resolvers (Strawberry's middleware).
+        self._lane_resolves = True
+
+    def _lane_extensions(self: Any) -> list[Any]:
+        factories = self._lane_factories
+        if factories is None:
+            # A factory is told by what it makes (a class, or a callable that makes one).
+            made = [
+                factory if isinstance(factory, SchemaExtension) else factory() for factory in self.extensions
+            ]
+            factories = [
+                factory
+                for factory, extension in zip(self.extensions, made, strict=True)
+                if not isinstance(extension, self._parse_only)
+            ]
+            self._lane_resolves = any(
+                type(extension).resolve is not SchemaExtension.resolve  # Strawberry's middleware test
+                for extension in made
+                if not isinstance(extension, self._parse_only)
+            )
+            self._lane_factories = factories
+        return [factory if isinstance(factory, SchemaExtension) else factory() for factory in factories]
+
+    def _learn(self, query: str, operation_name: str | None, context: ExecutionContext) -> None:
+        key = (query, operation_name)
+        if key in self._known or context.graphql_document is None:
+            return
+        if len(self._known) >= self._known_limit:
+            self._known.popitem(last=False)
+        self._known[key] = (context.graphql_document, context.operation_type)
+
+    async def execute(
+        self: Any,
+        query: str | None,
+        variable_values: dict[str, Any] | None = None,
+        context_value: Any | None = None,
+        root_value: Any | None = None,
+        operation_name: str | None = None,
+        allowed_operation_types: Iterable[OperationType] | None = None,
+        operation_extensions: dict[str, Any] | None = None,
+    ) -> StrawberryExecutionResult:
+        handle: Callable[..., Awaitable[StrawberryExecutionResult]] = self._handle_execution_result
+        if allowed_operation_types is None:
+            allowed_operation_types = DEFAULT_ALLOWED_OPERATION_TYPES
+        known = None
+        if self._known_limit and query is not None and not self.directives:
+            known = self._known.get((query, operation_name))
+            if known is not None:
+                if known[1] in allowed_operation_types:
+                    self._known.move_to_end((query, operation_name))
+                else:  # Strawberry's own path refuses it, as it always did
+                    known = None
+
+        execution_context = self._create_execution_context(
+            query=query,
+            allowed_operation_types=allowed_operation_types,
+            variable_values=variable_values,
+            context_value=context_value,
+            root_value=root_value,
+            operation_name=operation_name,
+            operation_extensions=operation_extensions,
+        )
+        if known is None:
+            extensions = self.get_extensions()
+        else:
+            execution_context.graphql_document = known[0]
+            extensions = self._lane_extensions()
+        for extension in extensions:
+            extension.execution_context = execution_context
+
+        extensions_runner = self.create_extensions_runner(execution_context, extensions)
+        if known is None or self._lane_resolves:
+            middleware_manager = self._get_middleware_manager(extensions)
+        else:  # no extension of the lane wraps resolvers (told once)
+            middleware_manager = MiddlewareManager()
+
+        execute_function = self._get_execute_function()
+
+        custom_context_kwargs = self._get_custom_context_kwargs(operation_extensions)
+
+        try:
+            async with extensions_runner.operation():
+                if known is None:
+                    if errors := await self._prepare_operation_async(execution_context, extensions_runner):
+                        return await handle(
+                            execution_context,
+                            errors,
+                            extensions_runner,
+                        )
+                    if self._known_limit and query is not None:
+                        self._learn(query, operation_name, execution_context)
+                else:
+                    # Parsed, within the token limit and of an allowed type: the rest of
+                    # Strawberry's _prepare_operation_async.
+                    invalid = None
+                    async with extensions_runner.validation():
+                        strawberry_run_validation(execution_context)
+                        if execution_context.pre_execution_errors:
+                            invalid = PreExecutionError(
+                                data=None, errors=execution_context.pre_execution_errors
+                            )
+                    if invalid is not None:
+                        return await handle(execution_context, invalid, extensions_runner)
+
+                assert execution_context.graphql_document
+                result = await self._execute_operation(
+                    execution_context,
+                    extensions_runner,
+                    middleware_manager,
+                    execute_function,
+                    custom_context_kwargs,
+                )
+
+        except (
+            MissingQueryError,
+            CannotGetOperationTypeError,
+            InvalidOperationTypeError,
+        ):
+            raise
+        except Exception as exc:
+            return await handle(
+                execution_context,
+                PreExecutionError(data=None, errors=[strawberry_coerce_error(exc)]),
+                extensions_runner,
+            )
+        # return results after all the operation completed.
+        return await handle(execution_context, result, extensions_runner, skip_process_errors=True)

@@ -205,8 +205,9 @@ class Settings:
         "GATEWAY_PLAIN_FIELDS",
         True,
         "`1`: queries run on the plain-field fast executor (`gateway/graph/plain_fields.py`), fields "
-        "with a resolver on lean resolvers where Strawberry's layers have nothing to do; `0`: on "
-        "graphql-core's reference executor with Strawberry's resolvers",
+        "with a resolver on lean resolvers where Strawberry's layers have nothing to do, and a document "
+        "run before skips the steps that depend on its text alone (`KnownDocuments`); `0`: on "
+        "graphql-core's reference executor with Strawberry's resolvers and Strawberry's own `execute`",
         group=HTTP,
     )
     seed: bool = setting(

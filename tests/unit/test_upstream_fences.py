@@ -449,7 +449,14 @@ def test_subclasses_of_fenced_classes_override_only_listed_methods() -> None:
     assert any(name == "execute_fields" for _, _, name in _overrides())
 
 
-@pytest.mark.parametrize("hook", [executor_internals.StreamPartsHook, executor_internals.AnswersByClass])
+@pytest.mark.parametrize(
+    "hook",
+    [
+        executor_internals.StreamPartsHook,
+        executor_internals.AnswersByClass,
+        executor_internals.KnownDocuments,
+    ],
+)
 def test_the_view_hooks_replace_what_strawberry_calls(hook: Any) -> None:
     owner, name, spec = hook.REPLACES
     assert problem(owner, name, spec) is None, problem(owner, name, spec)
