@@ -737,7 +737,14 @@ class KnownDocuments:
         if allowed_operation_types is None:
             allowed_operation_types = DEFAULT_ALLOWED_OPERATION_TYPES
         known = None
-        if self._known_limit and query is not None and not self.directives:
+        # Documents are known by text and operation name; a client may send a name of any
+        # JSON type, which Strawberry's own path refuses as it always did.
+        lane = (
+            self._known_limit
+            and type(query) is str
+            and (operation_name is None or type(operation_name) is str)
+        )
+        if lane and not self.directives:
             known = self._known.get((query, operation_name))
             if known is not None:
                 if known[1] in allowed_operation_types:
@@ -781,7 +788,7 @@ class KnownDocuments:
                             errors,
                             extensions_runner,
                         )
-                    if self._known_limit and query is not None:
+                    if lane:
                         self._learn(query, operation_name, execution_context)
                 else:
                     # Parsed, within the token limit and of an allowed type: the rest of

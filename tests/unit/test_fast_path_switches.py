@@ -2,10 +2,13 @@
 
 ``CASSANDRA_DIRECT_READS=0``: every statement takes the driver's full path (its effect on a
 connected gateway is in ``tests/integration/test_loop_io.py``). ``GATEWAY_PLAIN_FIELDS=0``: graphql-core's
-reference executor (as Strawberry runs it) answers every field. Both are on by default.
+reference executor (as Strawberry runs it) answers every field, and every operation runs through
+Strawberry's own ``execute`` (no known-documents lane). Both are on by default.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from gateway.graph.plain_fields import PlainFieldsExecutor
 from gateway.schema import build_schema
@@ -27,3 +30,10 @@ def test_plain_fields_off_is_the_reference_executor() -> None:
     assert build_schema(Settings(plain_fields=False), plain_fields=True).execution_context_class is (
         PlainFieldsExecutor
     )
+
+
+def test_plain_fields_off_runs_strawberrys_own_execute() -> None:
+    lane: Any = build_schema(Settings())
+    reference: Any = build_schema(Settings(plain_fields=False))
+    assert lane._known_limit > 0
+    assert reference._known_limit == 0

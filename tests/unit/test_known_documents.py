@@ -43,6 +43,10 @@ CORPUS: list[tuple[str, dict[str, Any] | None, str | None]] = [
     ("{ " + "a: __typename " * 40 + "}", None, None),  # over the token limit
     ("mutation { __typename }", None, None),
     ("subscription { __typename }", None, None),
+    # Operation names of other JSON types, as a client may send them.
+    ("query One { __typename } query Two { t: __typename }", None, {"name": "Two"}),  # type: ignore[list-item]
+    ("query One { __typename } query Two { t: __typename }", None, ["One"]),  # type: ignore[list-item]
+    ("{ __typename }", None, 7),  # type: ignore[list-item]
 ]
 
 
