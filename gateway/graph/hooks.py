@@ -231,9 +231,7 @@ class _Plan:
             found = [(index, _hooks_of(cls)[name]) for index, cls in enumerate(classes)]
             self.stages[name] = tuple((index, hook[0], hook[1]) for index, hook in found if hook is not None)
         self.results = tuple(
-            index
-            for index, cls in enumerate(classes)
-            if getattr(cls, "get_results", None) is not SchemaExtension.get_results
+            index for index, cls in enumerate(classes) if cls.get_results is not SchemaExtension.get_results
         )
 
 
