@@ -12,7 +12,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from bench.harness import Target, counted, gateway_under_test, report, side_by_side
+from bench.harness import (
+    Target,
+    counted,
+    floor_read,
+    floor_under_test,
+    gateway_under_test,
+    report,
+    side_by_side,
+)
 from gateway.blog.comment_store import CommentStore
 from gateway.blog.records import PostDraft
 from gateway.blog.store import ALL_POSTS, PostStore
@@ -97,7 +105,7 @@ async def _post_page_raw(posts: PostStore, comments: CommentStore, users: UserSt
 
 
 async def main() -> None:
-    async with gateway_under_test() as target:
+    async with gateway_under_test() as target, floor_under_test(target) as floor:
         tokens = await _seed(target)
         posts = PostStore(target.db, target.settings)
         comments = CommentStore(target.db, target.settings)
@@ -107,6 +115,7 @@ async def main() -> None:
         reads = [
             *await side_by_side(
                 ("gateway: posts(first: 10) + authors, counts", lambda _: target.graphql(FRONT_PAGE)),
+                ("floor:   HTTP + the same stores, no GraphQL", lambda _: floor_read(floor, FRONT_PAGE)),
                 (
                     "driver:  timeline page + users IN + counts IN",
                     lambda _: counted(_front_page_raw(posts, comments, users)),

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import asyncio
 
-from bench.harness import counted, gateway_under_test, report, side_by_side
+from bench.harness import counted, floor_read, floor_under_test, gateway_under_test, report, side_by_side
 from gateway.users.store import SessionStore, UserStore
 
 REQUESTS = 2000
 CONCURRENCY = 32
+USER_BY_LOGIN = '{ user(login: "benchuser") { login firstname } }'
 
 
 async def main() -> None:
-    async with gateway_under_test() as target:
+    async with gateway_under_test() as target, floor_under_test(target) as floor:
         token = await target.sign_up("benchuser")
         users = UserStore(target.db, target.settings)
         sessions = SessionStore(target.db, target.settings)
@@ -24,8 +25,9 @@ async def main() -> None:
             *await side_by_side(
                 (
                     "gateway: user(login) { login firstname }",
-                    lambda _: target.graphql('{ user(login: "benchuser") { login firstname } }'),
+                    lambda _: target.graphql(USER_BY_LOGIN),
                 ),
+                ("floor:   HTTP + UserStore, no GraphQL", lambda _: floor_read(floor, USER_BY_LOGIN)),
                 (
                     "driver:  SELECT user by login",
                     lambda _: counted(users.get_many(["benchuser"])),

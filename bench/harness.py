@@ -286,6 +286,42 @@ async def gateway_under_test(**overrides: Any) -> AsyncIterator[Target]:
             await asyncio.to_thread(_node_session.pop().cluster.shutdown)
 
 
+@asynccontextmanager
+async def floor_under_test(target: Target) -> AsyncIterator[GraphQLClient]:
+    """``bench.floor`` on ``target``'s keyspace and settings, in a process of its own counted
+    as a server: rows named ``floor:`` measure HTTP and the stores without GraphQL, beside the
+    gateway doing the same reads (``python -m bench.summary`` lists them as floors)."""
+    settings = target.settings
+    port = _free_port()
+    server = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.floor",
+        "--port",
+        str(port),
+        "--keyspace",
+        settings.keyspace,
+        "--metrics",
+    )
+    client = GraphQLClient(f"http://127.0.0.1:{port}/graphql")
+    try:
+        with serving(server.pid):
+            await _wait_ready(target.http, f"http://127.0.0.1:{port}", server)
+            yield client
+    finally:
+        client.close()
+        server.terminate()
+        await server.wait()
+
+
+async def floor_read(client: GraphQLClient, query: str) -> dict[str, Any]:
+    """One read of the floor server: its body, with ``extensions.cql`` for the statement column."""
+    status, body = await client.post(query)
+    if status != 200 or "data" not in body:
+        raise RuntimeError(f"the floor answered {status}: {body}")
+    return body
+
+
 def baseline_io(settings: Settings) -> str:
     """Where the raw-driver baseline does its Cassandra I/O: ``BENCH_BASELINE_IO``, or as the gateway."""
     io = os.environ.get("BENCH_BASELINE_IO") or settings.cassandra_io
@@ -298,7 +334,7 @@ async def _wait_ready(http: aiohttp.ClientSession, base: str, server: asyncio.su
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if server.returncode is not None:
-            raise RuntimeError("the gateway under test exited")
+            raise RuntimeError("the server under test exited")
         try:
             async with http.get(f"{base}/readyz") as response:
                 if response.status == 200:
@@ -306,7 +342,7 @@ async def _wait_ready(http: aiohttp.ClientSession, base: str, server: asyncio.su
         except aiohttp.ClientError:
             pass
         await asyncio.sleep(0.3)
-    raise RuntimeError("the gateway under test did not become ready")
+    raise RuntimeError("the server under test did not become ready")
 
 
 async def in_parallel(

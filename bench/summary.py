@@ -8,7 +8,9 @@ the rows, with the command and the date, to the JSON file (``scripts/bench --jso
 Cases measured side by side in rounds
 (``bench.harness.side_by_side``) also show the lowest and highest ratio of one round's
 gateway requests/s to the same round's driver requests/s: how far the machine moved the ratio
-within the run.
+within the run. Cases measured with a ``floor:`` row (``bench/floor.py``: HTTP and the same
+stores, no GraphQL) get a second table: the floor's ratio to the driver, which no GraphQL layer
+on this stack can pass, and the CPU the gateway's GraphQL layer adds over the floor.
 """
 
 from __future__ import annotations
@@ -35,6 +37,41 @@ def pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, An
         )
         paired.append((row, driver))
     return paired
+
+
+def floor_of(rows: list[dict[str, Any]], gateway: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``floor:`` row measured with ``gateway`` (after it in its report, before the next
+    gateway row): the same reads over HTTP without GraphQL (``bench/floor.py``)."""
+    start = rows.index(gateway) + 1
+    for later in rows[start:]:
+        if later["report"] != gateway["report"] or later["name"].startswith("gateway"):
+            return None
+        if later["name"].startswith("floor"):
+            return later
+    return None
+
+
+def print_floors(rows: list[dict[str, Any]]) -> None:
+    """The cases measured with a floor: what HTTP and the stores cost without any GraphQL, so
+    the ratio no GraphQL layer on this stack can pass, and what the gateway's layer adds."""
+    floors = [(g, d, f) for g, d in pairs(rows) if (f := floor_of(rows, g)) is not None]
+    if not floors:
+        return
+    print("\nFloors: the same reads over HTTP without GraphQL (bench/floor.py), same run")
+    print(
+        f"{'case':<48} {'floor_rps':>9} {'floor/drv':>9} {'gw/floor':>8} {'floor_cpu/1k':>12}"
+        f" {'gw_cpu/1k':>9} {'graphql_cpu/1k':>14} {'stmts':>5}"
+    )
+    for gateway, driver, floor in floors:
+        name = gateway["name"].removeprefix("gateway:").strip()[:48]
+        over_driver = f"{floor['rps'] / driver['rps']:.2f}" if driver and driver["rps"] else ""
+        over_floor = gateway["rps"] / floor["rps"] if floor["rps"] else 0.0
+        layer = gateway["cpu_per_1000"] - floor["cpu_per_1000"]
+        print(
+            f"{name:<48} {floor['rps']:>9.0f} {over_driver:>9} {over_floor:>8.2f}"
+            f" {floor['cpu_per_1000']:>12.2f} {gateway['cpu_per_1000']:>9.2f} {layer:>14.2f}"
+            f" {floor['statements']:>5.1f}"
+        )
 
 
 def write_json(rows: list[dict[str, Any]], path: str, command: str) -> None:
@@ -81,6 +118,7 @@ def main() -> None:
             f" {gateway['cpu_per_1000']:>9.2f} {driver['cpu_per_1000']:>10.2f}"
             f" {gateway.get('client_cpu_per_1000', 0.0):>13.2f} {round_ratios(gateway, driver):>12}"
         )
+    print_floors(rows)
 
 
 def round_ratios(gateway: dict[str, Any], driver: dict[str, Any]) -> str:
