@@ -1,21 +1,25 @@
-"""The floor under any GraphQL layer on this stack: two reads answered without GraphQL.
+"""The floor under any GraphQL layer on this stack: the benchmarks' reads answered without GraphQL.
 
-``python -m bench.floor [--port 8009]`` serves ``POST /graphql`` on 127.0.0.1 as the gateway
-would be served (aiohttp on uvloop, orjson), but answers only two documents, matched by
-their text, by calling the gateway's own stores directly and writing the JSON by hand:
+``python -m bench.floor [--port 8009]`` serves ``POST /graphql`` on 127.0.0.1 as the gateway is
+served (aiohttp on uvloop, orjson, the gateway's compression), but answers only the documents
+below, matched by their text, by calling the gateway's own stores as its resolvers do and
+writing the JSON by hand:
 
-- the blog front page of ``bench/bench_blog.py`` (``FRONT_PAGE``, the peers' ``front``):
-  the posts timeline, then the authors and the comment counts read together, as
-  ``Post.list_of`` reads them: the same four statements on the same I/O path;
-- ``{ user(login: "...") { login firstname } }`` (``bench/bench_users.py``): one statement.
+- the blog front page of ``bench/bench_blog.py`` (``FRONT_PAGE``, the peers' ``front``): the
+  posts timeline, then the authors and the comment counts read together, as ``Post.list_of``
+  reads them;
+- the conversation of ``bench/bench_messenger.py`` and the mailbox of ``bench/bench_mail.py``
+  (the peers' ``conversation`` and ``mailbox``), for a bearer token whose session it read
+  once (the gateway's session cache spends no statement on a known session either);
+- ``{ user(login: "...") { login firstname } }`` (``bench/bench_users.py``).
 
-Its ``data`` is byte-identical to the gateway's (``compare.sh check`` with it as a target).
-Anything else is a 400. No parsing, validation, execution, extensions, context, limits,
-metrics or logs: what is left is HTTP, the driver and the stores, which a GraphQL layer on
-aiohttp and this driver cannot do without. Served beside the gateway and the peers
-(``compare.sh load --target floor=http://127.0.0.1:8009@PID``), it tells which goals a
-faster GraphQL layer could still reach and which are under what the stack itself costs
-(``bench/NOTES.md``, "The floor").
+Its ``data`` is byte-identical to the gateway's, from as many statements
+(``tests/integration/test_bench_floor.py``; ``compare.sh check`` with it as a target). Anything
+else is a 400. No parsing, validation, execution, extensions, context, limits, metrics or logs:
+what is left is HTTP, the driver and the stores, which a GraphQL layer on aiohttp and this
+driver cannot do without. Served beside the gateway and the peers (``compare.sh load --target
+floor=http://127.0.0.1:8009@PID``), and as the ``floor:`` rows of ``scripts/bench``, it tells
+which goals a faster GraphQL layer could still reach (``bench/NOTES.md``, "The floor").
 """
 
 from __future__ import annotations
@@ -31,14 +35,22 @@ import uvloop
 from aiohttp import web
 
 from bench.bench_blog import FRONT_PAGE
+from bench.bench_mail import MAILBOX
+from bench.bench_messenger import CONVERSATION
 from gateway.blog.comment_store import CommentStore
 from gateway.blog.store import ALL_POSTS, PostStore
 from gateway.db.session import Database, RequestMetrics, measuring
+from gateway.graph.node import global_id
 from gateway.graph.pagination import position_cursor
 from gateway.graph.scalars import serialize_datetime
 from gateway.http.compression import compress_responses
+from gateway.mail.store import MailStore
+from gateway.messenger.records import conversation_id
+from gateway.messenger.store import MessengerStore
 from gateway.settings import Settings
-from gateway.users.store import UserStore
+from gateway.users.store import SessionStore, UserStore
+
+REFUSED = "only the front page, user(login), and a signed-in conversation or mailbox"
 
 USER_BY_LOGIN = re.compile(r'\{ user\(login: "([a-z0-9_.-]+)"\) \{ login firstname \} \}')
 
@@ -48,6 +60,21 @@ class Stores:
         self.posts = PostStore(db, settings)
         self.comments = CommentStore(db, settings)
         self.users = UserStore(db, settings)
+        self.sessions = SessionStore(db, settings)
+        self.messenger = MessengerStore(db, settings)
+        self.mail = MailStore(db, settings)
+        #: Logins by bearer token, read once: the gateway's session cache spends no statement
+        #: on a session it knows either.
+        self.logins: dict[str, str] = {}
+
+    async def viewer(self, request: web.Request) -> str | None:
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        login = self.logins.get(token)
+        if login is None and token:
+            login = await self.sessions.login_of(token)
+            if login is not None:
+                self.logins[token] = login
+        return login
 
 
 STORES = web.AppKey("stores", Stores)
@@ -83,6 +110,70 @@ async def front_page(stores: Stores) -> dict[str, Any]:
     return {"posts": {"edges": edges}}
 
 
+async def conversation(stores: Stores, viewer: str, partner: str) -> dict[str, Any] | None:
+    """As ``MessengerMe.conversation`` reads it: both users (the senders too), then the
+    viewer's talk-partner row and the newest 50 messages together."""
+    users = await stores.users.get_many([viewer, partner])
+    if partner not in users:
+        return None
+    rows, page = await asyncio.gather(
+        stores.messenger.partners_among(viewer, [partner]),
+        stores.messenger.messages_page(conversation_id(viewer, partner), size=50, cursor=None),
+    )
+    edges = [
+        {
+            "cursor": position_cursor(position),
+            "node": {
+                "id": global_id("DirectMessage", record.conversation_id, str(record.id)),
+                "content": record.content,
+                "sentAt": serialize_datetime(record.sent_at),
+                "sender": {"login": users[record.sender].login},
+            },
+        }
+        for position, record in page.items
+    ]
+    return {"me": {"conversation": {"unreadCount": rows[partner].unread, "messages": {"edges": edges}}}}
+
+
+async def mailbox(stores: Stores, owner: str) -> dict[str, Any]:
+    """As ``MailMe.folders`` and ``folder(label: "inbox")`` read them: the folders, the unread
+    counters (one read for both fields) and the inbox's newest 20, then their senders."""
+    folders, counts, page = await asyncio.gather(
+        stores.mail.folders(owner),
+        stores.mail.unread_counts(owner),
+        stores.mail.folder_page(owner, "inbox", size=20, cursor=None),
+    )
+    senders = await stores.users.get_many({entry.sender for _, entry in page.items})
+    edges = []
+    for position, entry in page.items:
+        sender = senders.get(entry.sender)
+        edges.append(
+            {
+                "cursor": position_cursor(position),
+                "node": {
+                    "id": global_id("EmailSummary", owner, "inbox", str(entry.id)),
+                    "subject": entry.subject,
+                    "sentAt": serialize_datetime(entry.sent_at),
+                    "read": entry.read,
+                    "hasAttachments": entry.has_attachments,
+                    "from": None
+                    if sender is None
+                    else {"login": sender.login, "firstname": sender.firstname, "lastname": sender.lastname},
+                },
+            }
+        )
+    page_info = {"hasNextPage": page.more, "endCursor": edges[-1]["cursor"] if edges else None}
+    return {
+        "me": {
+            "folders": [
+                {"label": f.label, "color": f.color, "unreadCount": max(0, counts.get(f.label, 0))}
+                for f in folders
+            ],
+            "folder": {"emails": {"edges": edges, "pageInfo": page_info}},
+        }
+    }
+
+
 async def user(stores: Stores, login: str) -> dict[str, Any]:
     record = (await stores.users.get_many([login])).get(login)
     return {"user": None if record is None else {"login": record.login, "firstname": record.firstname}}
@@ -93,12 +184,20 @@ async def graphql(request: web.Request) -> web.Response:
     query = body.get("query") if isinstance(body, dict) else None
     stores = request.app[STORES]
     with measuring(RequestMetrics()) as metrics:
+        data: dict[str, Any] | None = None
         if query == FRONT_PAGE:
             data = await front_page(stores)
         elif isinstance(query, str) and (match := USER_BY_LOGIN.fullmatch(query)):
             data = await user(stores, match.group(1))
-        else:
-            return web.Response(status=400, text="only the front page and user(login)")
+        elif query in (CONVERSATION, MAILBOX) and (viewer := await stores.viewer(request)) is not None:
+            if query == MAILBOX:
+                data = await mailbox(stores, viewer)
+            else:
+                partner = (body.get("variables") or {}).get("with")
+                if isinstance(partner, str):
+                    data = await conversation(stores, viewer, partner)
+        if data is None:
+            return web.Response(status=400, text=REFUSED)
     answer: dict[str, Any] = {"data": data}
     if request.app[METRICS]:
         answer["extensions"] = {"cql": {"statements": metrics.statements, "lwtRetries": metrics.lwt_retries}}
