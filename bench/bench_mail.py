@@ -14,7 +14,17 @@ from urllib.parse import urljoin
 
 import aiohttp
 
-from bench.harness import Stats, Target, counted, gateway_under_test, measure, report, side_by_side
+from bench.harness import (
+    Stats,
+    Target,
+    counted,
+    floor_read,
+    floor_under_test,
+    gateway_under_test,
+    measure,
+    report,
+    side_by_side,
+)
 from gateway.graph.node import parse_global_id
 from gateway.mail.attachment_store import AttachmentStore
 from gateway.mail.store import MailStore
@@ -62,7 +72,7 @@ async def _upload(target: Target, token: str, to: str, content: bytes) -> dict[s
 
 
 async def main() -> None:
-    async with gateway_under_test() as target:
+    async with gateway_under_test() as target, floor_under_test(target) as floor:
         reader = await target.sign_up("reader")
         senders = [await target.sign_up(f"sender{i}") for i in range(SENDERS)]
         for i in range(INBOX_SIZE):
@@ -128,6 +138,10 @@ async def main() -> None:
                 (
                     "gateway: mailbox (folders + inbox page of 20)",
                     lambda _: target.graphql(MAILBOX, token=reader),
+                ),
+                (
+                    "floor:   HTTP + the same stores, no GraphQL",
+                    lambda _: floor_read(floor, MAILBOX, token=reader),
                 ),
                 (
                     "driver:  same reads via the stores",

@@ -13,7 +13,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bench.harness import counted, gateway_under_test, measure, report, side_by_side
+from bench.harness import (
+    counted,
+    floor_read,
+    floor_under_test,
+    gateway_under_test,
+    measure,
+    report,
+    side_by_side,
+)
 from gateway.messenger.records import conversation_id
 from gateway.messenger.service import MessengerService
 from gateway.messenger.store import MessengerStore
@@ -37,7 +45,7 @@ SEND = """mutation($to: String!, $content: String!) {
 
 
 async def main() -> None:
-    async with gateway_under_test() as target:
+    async with gateway_under_test() as target, floor_under_test(target) as floor:
         owner = "benchowner"
         owner_token = await target.sign_up(owner)
         logins = [f"benchpartner{n}" for n in range(PARTNERS)]
@@ -106,6 +114,10 @@ async def main() -> None:
                 (
                     "gateway: me.conversation.messages(first: 50)",
                     lambda _: target.graphql(CONVERSATION, {"with": logins[0]}, owner_token),
+                ),
+                (
+                    "floor:   HTTP + the same stores, no GraphQL",
+                    lambda _: floor_read(floor, CONVERSATION, {"with": logins[0]}, owner_token),
                 ),
                 ("driver:  session + users + row + page", lambda _: counted(conversation_raw())),
                 requests=REQUESTS,

@@ -314,9 +314,11 @@ async def floor_under_test(target: Target) -> AsyncIterator[GraphQLClient]:
         await server.wait()
 
 
-async def floor_read(client: GraphQLClient, query: str) -> dict[str, Any]:
+async def floor_read(
+    client: GraphQLClient, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+) -> dict[str, Any]:
     """One read of the floor server: its body, with ``extensions.cql`` for the statement column."""
-    status, body = await client.post(query)
+    status, body = await client.post(query, variables, token)
     if status != 200 or "data" not in body:
         raise RuntimeError(f"the floor answered {status}: {body}")
     return body
