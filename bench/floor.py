@@ -9,8 +9,8 @@ writing the JSON by hand:
   posts timeline, then the authors and the comment counts read together, as ``Post.list_of``
   reads them;
 - the conversation of ``bench/bench_messenger.py`` and the mailbox of ``bench/bench_mail.py``
-  (the peers' ``conversation`` and ``mailbox``), for a bearer token whose session it read
-  once (the gateway's session cache spends no statement on a known session either);
+  (the peers' ``conversation`` and ``mailbox``), for a bearer token, its session looked up
+  through the gateway's ``SessionCache`` (no statement for a session it knows);
 - ``{ user(login: "...") { login firstname } }`` (``bench/bench_users.py``).
 
 Its ``data`` is byte-identical to the gateway's, from as many statements
@@ -43,11 +43,14 @@ from gateway.db.session import Database, RequestMetrics, measuring
 from gateway.graph.node import global_id
 from gateway.graph.pagination import position_cursor
 from gateway.graph.scalars import serialize_datetime
+from gateway.http.auth import bearer_token
 from gateway.http.compression import compress_responses
 from gateway.mail.store import MailStore
 from gateway.messenger.records import conversation_id
 from gateway.messenger.store import MessengerStore
 from gateway.settings import Settings
+from gateway.users.records import UserRecord
+from gateway.users.session_cache import SessionCache
 from gateway.users.store import SessionStore, UserStore
 
 REFUSED = "only the front page, user(login), and a signed-in conversation or mailbox"
@@ -60,26 +63,28 @@ class Stores:
         self.posts = PostStore(db, settings)
         self.comments = CommentStore(db, settings)
         self.users = UserStore(db, settings)
-        self.sessions = SessionStore(db, settings)
         self.messenger = MessengerStore(db, settings)
         self.mail = MailStore(db, settings)
-        #: Logins by bearer token, read once: the gateway's session cache spends no statement
-        #: on a session it knows either.
-        self.logins: dict[str, str] = {}
+        #: The gateway's session cache: no statement for a session it knows. Trusted from the
+        #: start: the floor serves no ``signOut`` and listens for no revocation.
+        self.sessions = SessionCache(SessionStore(db, settings), settings)
+        self.sessions.listening(True)
 
     async def viewer(self, request: web.Request) -> str | None:
-        token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        login = self.logins.get(token)
-        if login is None and token:
-            login = await self.sessions.login_of(token)
-            if login is not None:
-                self.logins[token] = login
-        return login
+        token = bearer_token(request.headers.get("Authorization"))
+        return await self.sessions.login_of(token) if token else None
 
 
 STORES = web.AppKey("stores", Stores)
 #: Whether answers carry ``extensions.cql`` as the gateway's do with ``GATEWAY_QUERY_METRICS``.
 METRICS = web.AppKey("metrics", bool)
+
+
+def _person(user: UserRecord | None) -> dict[str, str] | None:
+    """``{ login firstname lastname }`` of a user, as the front page and the mailbox select it."""
+    if user is None:
+        return None
+    return {"login": user.login, "firstname": user.firstname, "lastname": user.lastname}
 
 
 async def front_page(stores: Stores) -> dict[str, Any]:
@@ -89,24 +94,20 @@ async def front_page(stores: Stores) -> dict[str, Any]:
     counts, users = await asyncio.gather(
         stores.comments.counts(slugs), stores.users.get_many({s.author for s in summaries})
     )
-    edges = []
-    for position, summary in page.items:
-        author = users.get(summary.author)
-        edges.append(
-            {
-                "cursor": position_cursor(position),
-                "node": {
-                    "slug": summary.slug,
-                    "title": summary.title,
-                    "tags": list(summary.tags),
-                    "publishedAt": serialize_datetime(summary.published_at),
-                    "commentCount": counts.get(summary.slug, 0),
-                    "author": None
-                    if author is None
-                    else {"login": author.login, "firstname": author.firstname, "lastname": author.lastname},
-                },
-            }
-        )
+    edges = [
+        {
+            "cursor": position_cursor(position),
+            "node": {
+                "slug": summary.slug,
+                "title": summary.title,
+                "tags": list(summary.tags),
+                "publishedAt": serialize_datetime(summary.published_at),
+                "commentCount": counts.get(summary.slug, 0),
+                "author": _person(users.get(summary.author)),
+            },
+        }
+        for position, summary in page.items
+    ]
     return {"posts": {"edges": edges}}
 
 
@@ -144,24 +145,20 @@ async def mailbox(stores: Stores, owner: str) -> dict[str, Any]:
         stores.mail.folder_page(owner, "inbox", size=20, cursor=None),
     )
     senders = await stores.users.get_many({entry.sender for _, entry in page.items})
-    edges = []
-    for position, entry in page.items:
-        sender = senders.get(entry.sender)
-        edges.append(
-            {
-                "cursor": position_cursor(position),
-                "node": {
-                    "id": global_id("EmailSummary", owner, "inbox", str(entry.id)),
-                    "subject": entry.subject,
-                    "sentAt": serialize_datetime(entry.sent_at),
-                    "read": entry.read,
-                    "hasAttachments": entry.has_attachments,
-                    "from": None
-                    if sender is None
-                    else {"login": sender.login, "firstname": sender.firstname, "lastname": sender.lastname},
-                },
-            }
-        )
+    edges = [
+        {
+            "cursor": position_cursor(position),
+            "node": {
+                "id": global_id("EmailSummary", owner, "inbox", str(entry.id)),
+                "subject": entry.subject,
+                "sentAt": serialize_datetime(entry.sent_at),
+                "read": entry.read,
+                "hasAttachments": entry.has_attachments,
+                "from": _person(senders.get(entry.sender)),
+            },
+        }
+        for position, entry in page.items
+    ]
     page_info = {"hasNextPage": page.more, "endCursor": edges[-1]["cursor"] if edges else None}
     return {
         "me": {

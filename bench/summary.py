@@ -42,7 +42,7 @@ def pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, An
 def floor_of(rows: list[dict[str, Any]], gateway: dict[str, Any]) -> dict[str, Any] | None:
     """The ``floor:`` row measured with ``gateway`` (after it in its report, before the next
     gateway row): the same reads over HTTP without GraphQL (``bench/floor.py``)."""
-    start = rows.index(gateway) + 1
+    start = next(index for index, row in enumerate(rows) if row is gateway) + 1
     for later in rows[start:]:
         if later["report"] != gateway["report"] or later["name"].startswith("gateway"):
             return None

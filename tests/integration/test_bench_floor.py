@@ -88,6 +88,9 @@ async def test_the_floor_answers_a_conversation_and_a_mailbox_as_the_gateway_doe
     finally:
         gateway.close()
     assert len(before["data"]["me"]["folder"]["emails"]["edges"]) == 4
+    _, conversation = await floor.post(CONVERSATION, {"with": partner.login}, owner.token)
+    assert len(conversation["data"]["me"]["conversation"]["messages"]["edges"]) == 6
+    assert conversation["data"]["me"]["conversation"]["unreadCount"] == 3
 
 
 async def test_the_floor_refuses_what_it_does_not_serve(floor_url: str) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import pytest
+
 from bench.harness import Stats, side_by_side
-from bench.summary import round_ratios
+from bench.summary import floor_of, print_floors, round_ratios
 
 
 async def test_cases_take_turns_and_each_row_counts_all_its_calls() -> None:
@@ -73,3 +75,38 @@ def test_the_summary_shows_how_far_the_rounds_ratios_spread() -> None:
 
     assert spread == "0.50-1.00"
     assert round_ratios({"rounds_rps": []}, {"rounds_rps": []}) == ""
+
+
+def _row(report: str, name: str, rps: float, cpu: float) -> dict[str, object]:
+    return {"report": report, "name": name, "rps": rps, "cpu_per_1000": cpu, "statements": 4.0}
+
+
+def test_a_floor_row_is_paired_with_its_gateway_case_only(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [
+        _row("reads", "gateway: front page", 500.0, 1.5),
+        _row("reads", "floor:   front page", 800.0, 0.9),
+        _row("reads", "driver:  front page", 1000.0, 0.6),
+        # No floor of its own: the next case's floor is not its.
+        _row("reads", "gateway: post page", 300.0, 2.5),
+        _row("reads", "driver:  post page", 900.0, 1.0),
+        _row("reads", "gateway: comments", 200.0, 3.0),
+        _row("reads", "floor:   comments", 400.0, 1.2),
+        # Another report's floor is not the last case's either.
+        _row("writes", "gateway: publish", 100.0, 4.0),
+        _row("other", "floor:   publish", 150.0, 2.0),
+    ]
+    assert floor_of(rows, rows[0]) is rows[1]
+    assert floor_of(rows, rows[3]) is None
+    assert floor_of(rows, rows[5]) is rows[6]
+    assert floor_of(rows, rows[7]) is None
+
+    print_floors(rows)
+
+    lines = capsys.readouterr().out.splitlines()
+    front = next(line for line in lines if line.startswith("front page"))
+    # floor requests/s, floor / driver, gateway / floor, floor CPU, gateway CPU, what GraphQL adds.
+    assert front.split()[2:] == ["800", "0.80", "0.62", "0.90", "1.50", "0.60", "4.0"]
+    comments = next(line for line in lines if line.startswith("comments"))
+    # No driver row after it in its report: the floor / driver column stays empty.
+    assert comments.split()[1:] == ["400", "0.50", "1.20", "3.00", "1.80", "4.0"]
+    assert not any(line.startswith(("post page", "publish")) for line in lines)
